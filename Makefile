@@ -1,0 +1,134 @@
+# datavofs: plain Makefile with pkg-config (see README).
+#   make                  build/datavofs and build/datavoctl
+#   make check            unit tests, then integration tests
+#   make DEVELOPER=1      warnings are errors
+#   make SANITIZE=address,undefined check
+#   make FUSE_PREFIX=DIR  build against a private libfuse (scripts/build-libfuse.sh)
+#   make install PREFIX=/usr/local DESTDIR=
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= /sbin
+MANDIR ?= $(PREFIX)/share/man
+BUILD ?= build
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+WARNINGS = -Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Wshadow \
+	-Wno-unused-parameter -Wmissing-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE -MMD -MP -pthread
+ALL_LDFLAGS = $(LDFLAGS) -pthread
+
+ifeq ($(DEVELOPER),1)
+ALL_CFLAGS += -Werror
+endif
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# libfuse: the system's, or a private build (FUSE_PREFIX) for passthrough.
+# PKG_CONFIG_LIBDIR (not _PATH): never fall back to the system's fuse3.pc; the
+# prefix is made absolute so that the rpath works from any directory.
+ifneq ($(FUSE_PREFIX),)
+FUSE_ABS := $(abspath $(FUSE_PREFIX))
+FUSE_PC_FILE := $(firstword $(wildcard $(FUSE_ABS)/lib/*/pkgconfig/fuse3.pc $(FUSE_ABS)/lib/pkgconfig/fuse3.pc $(FUSE_ABS)/lib64/pkgconfig/fuse3.pc))
+ifeq ($(FUSE_PC_FILE),)
+$(error FUSE_PREFIX=$(FUSE_PREFIX) has no fuse3.pc; run scripts/build-libfuse.sh $(FUSE_PREFIX))
+endif
+FUSE_PC = PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(patsubst %/fuse3.pc,%,$(FUSE_PC_FILE))
+FUSE_RPATH = -Wl,-rpath,$(shell $(FUSE_PC) $(PKG_CONFIG) --variable=libdir fuse3)
+endif
+FUSE_CFLAGS := $(shell $(FUSE_PC) $(PKG_CONFIG) --cflags fuse3)
+FUSE_LIBS := $(shell $(FUSE_PC) $(PKG_CONFIG) --libs fuse3) $(FUSE_RPATH)
+# The passthrough API needs FUSE_USE_VERSION 317; older libfuse gets 312.
+FUSE_API := $(shell $(FUSE_PC) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo 317 || echo 312)
+FUSE_CFLAGS += -DFUSE_USE_VERSION=$(FUSE_API)
+
+LIB_PKGS = libcurl openssl yaml-0.1 libxxhash liburing
+LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS))
+LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS))
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+
+# Everything but fs/ is one static library; fs/ objects that do not include
+# FUSE headers (FS_CORE) are linked by the tools and the tests as well.
+LIB_SRCS = $(wildcard config/*.c tiers/*.c stripe/*.c)
+FS_CORE_SRCS = $(filter-out fs/main.c fs/fuse_ops.c fs/ctl_main.c, $(wildcard fs/*.c))
+FUSE_SRCS = fs/main.c fs/fuse_ops.c
+CTL_SRCS = fs/ctl_main.c
+UNIT_SRCS = $(wildcard tests/unit/test_*.c)
+
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+FS_CORE_OBJS = $(FS_CORE_SRCS:%.c=$(BUILD)/%.o)
+FUSE_OBJS = $(FUSE_SRCS:%.c=$(BUILD)/%.o)
+CTL_OBJS = $(CTL_SRCS:%.c=$(BUILD)/%.o)
+UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+LIBDV = $(BUILD)/libdatavo.a
+LIBFS = $(BUILD)/libdatavofs-core.a
+
+all: $(BUILD)/datavofs $(BUILD)/datavoctl
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+
+$(FUSE_OBJS): $(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
+
+$(LIBDV): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBFS): $(FS_CORE_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/datavofs: $(FUSE_OBJS) $(LIBFS) $(LIBDV)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(LIB_LIBS)
+
+$(BUILD)/datavoctl: $(CTL_OBJS) $(LIBFS) $(LIBDV)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(BUILD)/tests/test_%.o: tests/unit/test_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(CHECK_CFLAGS) -DUNIT_TEST -c -o $@ $<
+
+TEST_HELPERS = $(BUILD)/tests/helpers.o $(BUILD)/tests/fake_remote.o
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_HELPERS) $(LIBFS) $(LIBDV)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIB_LIBS)
+
+$(TEST_HELPERS): $(BUILD)/tests/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(CHECK_CFLAGS) -DUNIT_TEST -c -o $@ $<
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CK_FORK=yes $$t; done
+
+integration: all
+	DATAVOFS=$(abspath $(BUILD))/datavofs DATAVOCTL=$(abspath $(BUILD))/datavoctl \
+		tests/integration/run.sh
+
+check: unit integration
+
+bench: all
+	scripts/bench-read.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/datavofs $(BUILD)/datavoctl $(DESTDIR)$(BINDIR)/
+	ln -sf $(BINDIR)/datavofs $(DESTDIR)$(SBINDIR)/mount.fuse.datavofs
+	for m in man/*.5; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/ || true; done
+	for m in man/*.8; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man8/ || true; done
+
+# The private libfuse (scripts/build-libfuse.sh) survives a clean.
+clean:
+	@[ ! -d $(BUILD) ] || find $(BUILD) -mindepth 1 -maxdepth 1 ! -name 'libfuse*' -exec rm -rf {} +
+
+.PHONY: all unit integration check bench install clean
+.SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

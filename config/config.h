@@ -1,0 +1,136 @@
+/*
+ * shards.yaml: the one configuration file of datavofs.
+ *
+ * Schema: seed 000's tier list plus DESIGN.md's top-level keys. Resolution
+ * order (R10): an explicit path, else /etc/datavo/shards.yaml, else
+ * ~/.config/datavo/shards.yaml, else a built-in default of one folder tier.
+ * Every error names the file, the line and the key in one line. The parser
+ * only reads and validates: it creates no directory and opens no network.
+ */
+#ifndef DV_CONFIG_H
+#define DV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum dv_tier_type {
+	DV_TIER_TYPE_FOLDER,
+	DV_TIER_TYPE_RAM,
+	DV_TIER_TYPE_STRIPE,
+	DV_TIER_TYPE_S3,
+	DV_TIER_TYPE_AZURE_BLOB,
+	DV_TIER_TYPE_GCS,
+};
+
+enum dv_verify_mode {
+	DV_VERIFY_FILL,   /* check sha256 of every byte entering a tier (default) */
+	DV_VERIFY_ALWAYS, /* also re-hash a tier file on every open (B3) */
+	DV_VERIFY_OFF,
+};
+
+/* Where the winning configuration came from (R10). */
+enum dv_config_source {
+	DV_CONFIG_EXPLICIT,
+	DV_CONFIG_SYSTEM,
+	DV_CONFIG_USER,
+	DV_CONFIG_DEFAULT,
+};
+
+#define DV_DEFAULT_TIER_BYTES (50ULL << 30) /* built-in default tier, R10 */
+#define DV_DEFAULT_RAM_PATH "/dev/shm/datavo"
+#define DV_DEFAULT_CHUNK_BYTES (4ULL << 20)
+#define DV_DEFAULT_MANIFEST_TTL 60
+#define DV_DEFAULT_METRICS_ADDR "127.0.0.1:9110"
+#define DV_DEFAULT_DOLLARS_PER_GB 0.09
+
+struct dv_tier_config {
+	enum dv_tier_type type;
+	char *name;          /* display name; defaults to "<type>N" */
+	int line;            /* line of the entry in the file, 0 if built in */
+	uint64_t max_bytes;  /* 0 = unbounded (R8) / informational (R9) */
+
+	/* folder, ram */
+	char *path;          /* ~ and $VAR already expanded (R12) */
+
+	/* stripe */
+	char **devices;      /* NULL-terminated; NULL with devices_auto */
+	bool devices_auto;
+	uint64_t chunk_bytes;
+	bool format;         /* allow devices that carry a foreign signature */
+
+	/* s3, gcs */
+	char *bucket;
+	char *region;        /* s3 */
+	char *project;       /* gcs */
+	/* azure_blob */
+	char *container_url;
+	char *sas_token;     /* a secret: never log it */
+	char *managed_identity_client_id;
+	/* every cloud tier */
+	char *prefix;
+	char *endpoint;      /* S3-compatible stores, emulators */
+};
+
+struct dv_http_config {
+	unsigned connect_timeout; /* seconds */
+	unsigned low_speed_time;  /* seconds below low_speed_limit → timeout */
+	unsigned low_speed_limit; /* bytes per second */
+	unsigned retries;         /* extra attempts on 5xx, resets, timeouts */
+	char *ca_file;
+	char *ca_path;
+};
+
+struct dv_config {
+	char *path;                   /* file that was read; NULL for default */
+	enum dv_config_source source;
+	char *origin;                 /* NULL when not configured */
+	enum dv_verify_mode verify;
+	unsigned manifest_ttl;        /* seconds */
+	char *metrics;                /* "ADDR:PORT"; NULL = off */
+	double dollars_per_gb;        /* egress price for "dollars saved" */
+	char *state_dir;              /* manifest cache; NULL = default */
+	struct dv_http_config http;
+	struct dv_tier_config *tiers;
+	size_t ntiers;
+};
+
+/* Paths searched by dv_config_resolve(); tests point them elsewhere. */
+struct dv_config_paths {
+	const char *system_path; /* default "/etc/datavo/shards.yaml" */
+	const char *user_path;   /* default "~/.config/datavo/shards.yaml" */
+};
+
+/*
+ * Resolves and loads the configuration (R10). @explicit_path may be NULL.
+ * @paths may be NULL for the real system and user paths. An explicit path
+ * that does not exist is an error; the others are skipped when absent.
+ * On error returns -errno (-EINVAL for a bad file) and, when @err is not
+ * NULL, writes one line naming file, line and key into @err.
+ * On success *@out is a new config owned by the caller (dv_config_free).
+ */
+int dv_config_resolve(const char *explicit_path,
+		      const struct dv_config_paths *paths,
+		      struct dv_config **out, char *err, size_t errlen);
+
+/* Loads one file (no resolution). Same contract as dv_config_resolve(). */
+int dv_config_load_file(const char *path, struct dv_config **out, char *err,
+			size_t errlen);
+
+/* Parses YAML text; @path is used in messages only. */
+int dv_config_parse(const char *text, size_t len, const char *path,
+		    struct dv_config **out, char *err, size_t errlen);
+
+/* The built-in default: one folder tier (R10). */
+int dv_config_default(struct dv_config **out, char *err, size_t errlen);
+
+void dv_config_free(struct dv_config *cfg);
+
+const char *dv_tier_type_name(enum dv_tier_type type);
+const char *dv_config_source_name(enum dv_config_source source);
+const char *dv_verify_mode_name(enum dv_verify_mode mode);
+
+/* Folder and ram tiers hold plain files (R6 counts these). */
+bool dv_tier_type_is_folder(enum dv_tier_type type);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * Small parsers shared by the config, the namespace and the CLI.
+ */
+#ifndef DV_UTIL_H
+#define DV_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Parses a size: a decimal integer, optionally followed by B, KB, MB, GB,
+ * TB, PB (1024-based, as seed 000 says) or KiB, MiB, GiB, TiB, PiB; case of
+ * the suffix is ignored, one space may separate it. Returns 0 or -EINVAL
+ * (not a size), -ERANGE (does not fit 64 bits).
+ */
+int dv_parse_size(const char *s, uint64_t *out);
+
+/* Parses a non-negative decimal integer no larger than @max. 0 or -EINVAL. */
+int dv_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/*
+ * Expands a leading ~ (or ~/) to $HOME and $VAR / ${VAR} anywhere (R12).
+ * An unset variable is an error (-ENOENT) naming nothing: the caller says
+ * which key. Returns a new string in *@out or -errno.
+ */
+int dv_expand_path(const char *in, char **out);
+
+/* True when @s is a content hash: [0-9a-f]{32,64}. */
+bool dv_valid_hash(const char *s);
+
+/* True when @s is one name part: [A-Za-z0-9._-]+, not "." or "..". */
+bool dv_valid_name_part(const char *s);
+
+/* Formats @bytes as "1.5 GiB" into @buf. Returns @buf. */
+char *dv_format_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* Parses true/false, yes/no, on/off, in any case. Returns 0 or -EINVAL. */
+int dv_parse_bool(const char *s, bool *out);
+
+/*
+ * True when @s is HOST:PORT with a port from 1 to 65535 and no blanks; an
+ * IPv6 host is written in brackets ("[::1]:9110"). The host is not resolved.
+ */
+bool dv_valid_addr_port(const char *s);
+
+/*
+ * Reads the regular file @path, at most @max bytes, into a new
+ * NUL-terminated buffer: *@out (caller frees) and *@len. Returns 0 or
+ * -errno: -EISDIR for a directory, -EINVAL for another non-regular file,
+ * -EFBIG when the file is larger than @max.
+ */
+int dv_read_file(const char *path, size_t max, char **out, size_t *len);
+
+/* Physical memory in bytes, 0 if unknown. */
+uint64_t dv_physical_memory(void);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * Folder tiers: seed 000's R7 (per-hash locks, rename installs, racers
+ * discard), R8 (LRU by mtime, opens refresh mtime, unbounded by default),
+ * R12 (created on first use) and our B6 (open files are not evicted).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../config/log.h"
+#include "../../tiers/folder.h"
+#include "helpers.h"
+
+#define SZ 4096
+
+static char *root;
+static unsigned char payload[SZ];
+
+static void setup(void)
+{
+	root = dv_test_tmpdir("folder");
+	dv_test_pattern(payload, sizeof(payload), 3);
+	dv_log_set_level(DV_LOG_ERROR);
+}
+
+static void teardown(void)
+{
+	dv_test_rmtree(root);
+	free(root);
+}
+
+static struct dv_tier *open_tier(const char *sub, uint64_t max)
+{
+	char path[PATH_MAX];
+	struct dv_tier *t;
+
+	snprintf(path, sizeof(path), "%s/%s", root, sub);
+	ck_assert_int_eq(dv_folder_tier_create(path, sub, max, &t), 0);
+	ck_assert_int_eq(t->ops->open(t), 0);
+	return t;
+}
+
+static void hash_n(int i, char *hash)
+{
+	snprintf(hash, 65, "%032x", i + 1);
+}
+
+/* Stages and installs shard @i (payload, SZ bytes). */
+static int install_n(struct dv_tier *t, int i)
+{
+	struct dv_staged st;
+	char hash[65];
+	int ret;
+
+	hash_n(i, hash);
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	ck_assert_int_eq(write(st.fd, payload, SZ), SZ);
+	ret = t->ops->install(t, hash, st.fd, st.path, SZ, DV_INSTALL_MOVE);
+	t->ops->stage_discard(t, &st);
+	return ret;
+}
+
+static void set_mtime(struct dv_tier *t, int i, time_t when)
+{
+	char path[PATH_MAX], hash[65];
+	struct timespec ts[2] = { { when, 0 }, { when, 0 } };
+
+	hash_n(i, hash);
+	snprintf(path, sizeof(path), "%s/%s.tar", dv_folder_tier_path(t), hash);
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static bool holds(struct dv_tier *t, int i)
+{
+	char hash[65];
+
+	hash_n(i, hash);
+	return t->ops->lookup(t, hash, SZ) == 0;
+}
+
+/* R12: the directory and its .staging/ and .locks/ appear on first use. */
+START_TEST(test_r12_created_on_first_use)
+{
+	char p[PATH_MAX];
+	struct dv_tier *t = open_tier("deep/er/tier", 0);
+
+	snprintf(p, sizeof(p), "%s/deep/er/tier/.staging", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/deep/er/tier/.locks", root);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R7: the lock is a file in .locks/ held with flock, per hash. */
+START_TEST(test_r7_lock_is_per_hash_flock)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	char p[PATH_MAX], h1[65], h2[65];
+	int fd1, fd2, probe;
+
+	hash_n(1, h1);
+	hash_n(2, h2);
+	fd1 = t->ops->lock(t, h1);
+	ck_assert_int_ge(fd1, 0);
+	snprintf(p, sizeof(p), "%s/t/.locks/%s.lock", root, h1);
+	probe = open(p, O_RDONLY);
+	ck_assert_int_ge(probe, 0);
+	ck_assert_int_eq(flock(probe, LOCK_EX | LOCK_NB), -1);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	/* Another shard is not blocked by it. */
+	fd2 = t->ops->lock(t, h2);
+	ck_assert_int_ge(fd2, 0);
+	t->ops->unlock(t, h2, fd2);
+	t->ops->unlock(t, h1, fd1);
+	close(probe);
+	ck_assert_int_eq(access(p, F_OK), -1); /* nothing left behind */
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R7: a racer that finds the shard installed discards its staged copy. */
+START_TEST(test_r7_racer_discards_staged_copy)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	struct dv_staged st;
+	char hash[65], p[PATH_MAX];
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	hash_n(0, hash);
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	ck_assert_int_eq(write(st.fd, "different", 9), 9);
+	ck_assert_int_eq(t->ops->install(t, hash, st.fd, st.path, SZ,
+					 DV_INSTALL_MOVE), 0);
+	ck_assert_int_eq(access(st.path, F_OK), 0); /* left for the caller */
+	t->ops->stage_discard(t, &st);
+	snprintf(p, sizeof(p), "%s/t/.staging", root);
+	ck_assert_int_eq(dv_test_count_entries(p), 0);
+	snprintf(p, sizeof(p), "%s/t/%s.tar", root, hash);
+	{
+		size_t n;
+		char *got = dv_test_read_file(p, &n);
+
+		ck_assert_uint_eq(n, SZ);
+		ck_assert_mem_eq(got, payload, SZ);
+		free(got);
+	}
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R7: a waiter on a lock whose holder unlinks it gets a fresh lock. */
+START_TEST(test_r7_lock_survives_unlink_race)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	char hash[65];
+	int pipefd[2], gofd[2], fd;
+	struct timespec t0, t1;
+	pid_t pid;
+	int status;
+	char c;
+
+	hash_n(5, hash);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	ck_assert_int_eq(pipe(gofd), 0);
+	/* Forked before the lock is taken: a child must not share its fd. */
+	pid = fork();
+	if (pid == 0) {
+		int lfd;
+
+		ck_assert_int_eq(read(gofd[0], &c, 1), 1);
+		lfd = t->ops->lock(t, hash); /* waits for the parent */
+		ck_assert_int_eq(write(pipefd[1], "l", 1), 1);
+		sleep(1);
+		t->ops->unlock(t, hash, lfd);
+		_exit(0);
+	}
+	fd = t->ops->lock(t, hash);
+	ck_assert_int_eq(write(gofd[1], "g", 1), 1);
+	usleep(100 * 1000);
+	t->ops->unlock(t, hash, fd);
+	ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+	/* The child holds it now, for a second: we must wait for it. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = t->ops->lock(t, hash);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_ge((t1.tv_sec - t0.tv_sec) * 1000 +
+			 (t1.tv_nsec - t0.tv_nsec) / 1000000, 800);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	t->ops->unlock(t, hash, fd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(gofd[0]);
+	close(gofd[1]);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R8: opening an object refreshes its mtime. */
+START_TEST(test_r8_open_refreshes_mtime)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	struct dv_object o = { .fd = -1 };
+	char hash[65];
+	struct stat st;
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	set_mtime(t, 0, 1000000);
+	hash_n(0, hash);
+	snprintf(o.hash, sizeof(o.hash), "%s", hash);
+	ck_assert_int_eq(t->ops->open_object(t, hash, SZ, &o), 0);
+	ck_assert_int_eq(fstat(o.fd, &st), 0);
+	ck_assert_int_gt(st.st_mtime, time(NULL) - 60);
+	t->ops->close_object(t, &o);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R8: LRU evicts the oldest first, and only as much as needed. */
+START_TEST(test_r8_lru_evicts_oldest_only_as_needed)
+{
+	struct dv_tier *t = open_tier("t", 4 * SZ);
+
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(install_n(t, i), 0);
+		set_mtime(t, i, 1000000 + (time_t)(i == 0 ? 500 : i) * 10);
+	}
+	/* 0 was used most recently; 1 is the oldest. */
+	ck_assert_int_eq(install_n(t, 4), 0);
+	ck_assert(!holds(t, 1));
+	ck_assert(holds(t, 0));
+	ck_assert(holds(t, 2));
+	ck_assert(holds(t, 3));
+	ck_assert(holds(t, 4));
+	ck_assert_uint_eq(t->stats.evictions, 1);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* R8: 0 or missing max_bytes is unbounded. */
+START_TEST(test_r8_zero_max_bytes_unbounded)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	struct dv_tier_usage u;
+
+	for (int i = 0; i < 64; i++)
+		ck_assert_int_eq(install_n(t, i), 0);
+	ck_assert_int_eq(t->ops->usage(t, &u), 0);
+	ck_assert_uint_eq(u.objects, 64);
+	ck_assert_uint_eq(u.used_bytes, 64 * SZ);
+	ck_assert_uint_eq(u.capacity, 0);
+	ck_assert_uint_eq(t->stats.evictions, 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* A shard larger than the tier is refused, nothing evicted for it. */
+START_TEST(test_r2_too_large_refused)
+{
+	struct dv_tier *t = open_tier("t", SZ / 2);
+	char hash[65];
+	struct dv_staged st;
+
+	hash_n(0, hash);
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	ck_assert_int_eq(write(st.fd, payload, SZ), SZ);
+	ck_assert_int_eq(t->ops->install(t, hash, st.fd, st.path, SZ,
+					 DV_INSTALL_MOVE), -EFBIG);
+	t->ops->stage_discard(t, &st);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* B6: a file open here is not chosen while others can be... */
+START_TEST(test_b6_open_file_not_evicted)
+{
+	struct dv_tier *t = open_tier("t", 2 * SZ);
+	struct dv_object o = { .fd = -1 };
+	char hash[65];
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	ck_assert_int_eq(install_n(t, 1), 0);
+	set_mtime(t, 0, 1000000); /* 0 is the oldest, but it is open */
+	set_mtime(t, 1, 2000000);
+	hash_n(0, hash);
+	snprintf(o.hash, sizeof(o.hash), "%s", hash);
+	ck_assert_int_eq(t->ops->open_object(t, hash, SZ, &o), 0);
+	set_mtime(t, 0, 1000000);
+	ck_assert_int_eq(install_n(t, 2), 0);
+	ck_assert(holds(t, 0));
+	ck_assert(!holds(t, 1));
+	ck_assert(holds(t, 2));
+	t->ops->close_object(t, &o);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* ...and when only open files remain, their space is not counted free. */
+START_TEST(test_b6_open_space_not_counted_free)
+{
+	struct dv_tier *t = open_tier("t", 2 * SZ);
+	struct dv_object o[2] = { { .fd = -1 }, { .fd = -1 } };
+
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(install_n(t, i), 0);
+		hash_n(i, o[i].hash);
+		ck_assert_int_eq(t->ops->open_object(t, o[i].hash, SZ, &o[i]), 0);
+	}
+	ck_assert_int_eq(install_n(t, 2), -ENOSPC);
+	ck_assert(holds(t, 0));
+	ck_assert(holds(t, 1));
+	ck_assert(!holds(t, 2));
+	/* Once closed, the room is there. */
+	t->ops->close_object(t, &o[0]);
+	t->ops->close_object(t, &o[1]);
+	ck_assert_int_eq(install_n(t, 2), 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* B4: stale staging files and locks of dead processes go at open. */
+START_TEST(test_b4_stale_leftovers_cleaned)
+{
+	char p[PATH_MAX];
+	struct dv_tier *t = open_tier("t", 0);
+
+	dv_tier_free(t);
+	snprintf(p, sizeof(p), "%s/t/.staging/%032x.abcdef", root, 9);
+	dv_test_write_file(p, "partial", 7);
+	snprintf(p, sizeof(p), "%s/t/.locks/%032x.lock", root, 9);
+	dv_test_write_file(p, "", 0);
+	t = open_tier("t", 0);
+	snprintf(p, sizeof(p), "%s/t/.staging", root);
+	ck_assert_int_eq(dv_test_count_entries(p), 0);
+	snprintf(p, sizeof(p), "%s/t/.locks", root);
+	ck_assert_int_eq(dv_test_count_entries(p), 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("folder");
+	TCase *tc = tcase_create("folder");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_r12_created_on_first_use);
+	tcase_add_test(tc, test_r7_lock_is_per_hash_flock);
+	tcase_add_test(tc, test_r7_racer_discards_staged_copy);
+	tcase_add_test(tc, test_r7_lock_survives_unlink_race);
+	tcase_add_test(tc, test_r8_open_refreshes_mtime);
+	tcase_add_test(tc, test_r8_lru_evicts_oldest_only_as_needed);
+	tcase_add_test(tc, test_r8_zero_max_bytes_unbounded);
+	tcase_add_test(tc, test_r2_too_large_refused);
+	tcase_add_test(tc, test_b6_open_file_not_evicted);
+	tcase_add_test(tc, test_b6_open_space_not_counted_free);
+	tcase_add_test(tc, test_b4_stale_leftovers_cleaned);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

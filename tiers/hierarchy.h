@@ -1,0 +1,111 @@
+/*
+ * The shard cache hierarchy (seed 000): an ordered list of tiers, fastest
+ * first. get_or_fetch() is the whole read path of the cache:
+ *
+ *   R1  walk fastest → slowest; the first tier holding the shard serves it;
+ *   R5  a hit never calls the fetcher;
+ *   R3  a hit in a slower tier is promoted into the faster ones lacking it;
+ *   R4  a remote hit is downloaded into the landing tier's .staging/,
+ *       verified (B2), installed into the faster folder tiers, served locally;
+ *   R2  a full miss runs the fetcher into a staging file and installs it
+ *       into every tier that can hold it;
+ *   B1  the per-hash lock of every lockable tier is taken before fetching,
+ *       and the tiers are checked again once it is held.
+ *
+ * The landing tier is the topmost folder tier (R6 guarantees one).
+ */
+#ifndef DV_HIERARCHY_H
+#define DV_HIERARCHY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tier.h"
+
+struct dv_hierarchy;
+
+/* What get_or_fetch needs to know of a shard. Strings are borrowed. */
+struct dv_shard_ref {
+	const char *hash;        /* [0-9a-f]{32,64} */
+	uint64_t size;
+	const uint8_t *sha256;   /* 32 bytes, or NULL: nothing to verify */
+	const char *label;       /* for log lines, e.g. "demo/train/shard-3.tar" */
+};
+
+/*
+ * Writes the shard's bytes into @sink (dv_sink_write), and nothing else.
+ * Returns 0 or -errno (-ENOENT, -EIO, -ETIMEDOUT, -EACCES…).
+ */
+struct dv_fetcher {
+	int (*fetch)(void *arg, const struct dv_shard_ref *ref,
+		     struct dv_sink *sink);
+	void *arg;
+};
+
+struct dv_hierarchy_stats {
+	uint64_t fetches;        /* fetcher calls */
+	uint64_t fetch_bytes;    /* bytes the fetcher delivered and kept */
+	uint64_t fetch_errors;
+	uint64_t verify_failures;
+	uint64_t promotions;
+	uint64_t fill_ns_total;
+};
+
+/* Fill latency buckets (seconds, upper bounds) for the histogram. */
+#define DV_FILL_BUCKETS 12
+extern const double dv_fill_bucket_bounds[DV_FILL_BUCKETS];
+
+/*
+ * Builds the hierarchy from @cfg: creates and opens every tier (which
+ * cleans stale leftovers, B4). Fails when no folder tier exists (R6) or a
+ * tier cannot be created; @err then says which and why.
+ */
+int dv_hierarchy_new(const struct dv_config *cfg, struct dv_hierarchy **out,
+		     char *err, size_t errlen);
+
+/*
+ * Builds a hierarchy from tiers that are already created; takes them (they
+ * are freed with the hierarchy, also on failure). Opens each. For tests and
+ * tools. @verify as in the config.
+ */
+int dv_hierarchy_from_tiers(struct dv_tier **tiers, size_t ntiers,
+			    enum dv_verify_mode verify,
+			    struct dv_hierarchy **out, char *err,
+			    size_t errlen);
+
+void dv_hierarchy_free(struct dv_hierarchy *h);
+
+size_t dv_hierarchy_ntiers(const struct dv_hierarchy *h);
+struct dv_tier *dv_hierarchy_tier(const struct dv_hierarchy *h, size_t i);
+
+/*
+ * Returns the shard as a local object in @out (R1-R5, B1, B2). On success
+ * @out is open (release with dv_object_release) and out->tier is the tier
+ * that serves the read: a DIRECT_READ tier with an open fd, or a local
+ * non-file tier. Errors: -EINVAL bad hash; -EIO fetch or verification
+ * failed; -ENOSPC no tier accepted the shard; other -errno from the
+ * fetcher (-ENOENT, -ETIMEDOUT, -EACCES). Thread-safe.
+ */
+int dv_hierarchy_get_or_fetch(struct dv_hierarchy *h,
+			      const struct dv_shard_ref *ref,
+			      const struct dv_fetcher *fetcher,
+			      struct dv_object *out);
+
+/* Closes an object returned by get_or_fetch; unpins it (B6). */
+void dv_object_release(struct dv_object *obj);
+
+/* Reads from an object, whatever its tier. Bytes read or -errno. */
+ssize_t dv_object_pread(struct dv_object *obj, void *buf, size_t len,
+			uint64_t off);
+
+/*
+ * A snapshot of the hierarchy-wide counters. @fill_buckets (may be NULL)
+ * gets per-bucket fill counts, not cumulative; the last one counts fills
+ * slower than the largest bound.
+ */
+void dv_hierarchy_stats(const struct dv_hierarchy *h,
+			struct dv_hierarchy_stats *out,
+			uint64_t fill_buckets[DV_FILL_BUCKETS + 1]);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * A verifying sink: where every byte entering a tier from the origin or a
+ * remote tier goes (B2). It writes to a staging fd, hashes with SHA-256 as
+ * the bytes stream, and refuses anything past the expected size, so a
+ * server can neither grow a file without bound nor slip in wrong bytes.
+ */
+#ifndef DV_SINK_H
+#define DV_SINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dv_sink_pipe;
+
+struct dv_sink {
+	int fd;                  /* borrowed staging fd */
+	uint64_t expected_size;
+	uint64_t written;        /* bytes accepted so far */
+	bool check_digest;
+	uint8_t expected_sha256[32];
+	void *md;                /* EVP_MD_CTX; owned by the pipe's worker */
+	uint64_t synced;         /* bytes handed to writeback so far */
+	uint64_t stored;         /* bytes written to fd (worker) */
+	struct dv_sink_pipe *pipe; /* hashing and writing off the caller's thread */
+};
+
+/*
+ * Prepares @s to receive @size bytes into @fd. @sha256 (32 bytes) may be
+ * NULL when nothing is known to check against. 0 or -ENOMEM.
+ */
+int dv_sink_init(struct dv_sink *s, int fd, uint64_t size,
+		 const uint8_t *sha256);
+void dv_sink_release(struct dv_sink *s);
+
+/*
+ * Appends @len bytes. Returns 0, -EFBIG when they would pass the expected
+ * size (nothing is written), or -errno from the write (-ENOSPC…).
+ */
+int dv_sink_write(struct dv_sink *s, const void *buf, size_t len);
+
+/* Starts again from byte 0 (a retry that cannot resume). 0 or -errno. */
+int dv_sink_reset(struct dv_sink *s);
+
+/*
+ * Ends the stream: 0 when exactly expected_size bytes arrived and their
+ * SHA-256 matches; -EIO when short; -EBADMSG on a digest mismatch. Data is
+ * flushed to stable storage before 0 is returned.
+ */
+int dv_sink_finish(struct dv_sink *s);
+
+/* Hex helpers for digests. */
+int dv_hex_decode(const char *hex, uint8_t *out, size_t outlen);
+void dv_hex_encode(const uint8_t *in, size_t len, char *out);
+
+/* SHA-256 of a whole file from offset 0. 0 or -errno. */
+int dv_sha256_fd(int fd, uint8_t out[32]);
+
+#endif
