@@ -26,6 +26,11 @@
 #include "../tiers/origin.h"
 
 #define DV_NS_ROOT_INO 1
+/*
+ * Every other inode the namespace hands out is at least this: the FUSE
+ * front may use 2 .. DV_NS_FIRST_INO - 1 for its own files (.datavo/).
+ */
+#define DV_NS_FIRST_INO 16
 
 enum dv_ns_kind { DV_NS_DIR, DV_NS_SHARD };
 
@@ -46,8 +51,10 @@ struct dv_namespace;
 
 struct dv_ns_options {
 	struct dv_origin *origin;   /* borrowed */
-	const char *state_dir;      /* manifest cache directory (created) */
-	unsigned ttl;               /* seconds between refreshes */
+	const char *state_dir;      /* manifest cache directory (created);
+				       NULL: no disk cache */
+	unsigned ttl;               /* seconds between refreshes; 0: every
+				       dv_ns_maybe_refresh() refreshes */
 };
 
 /*
@@ -59,10 +66,19 @@ int dv_ns_new(const struct dv_ns_options *opt, struct dv_namespace **out,
 	      char *err, size_t errlen);
 void dv_ns_free(struct dv_namespace *ns);
 
-/* Refreshes from the origin if the TTL passed; keeps the old tree on failure. */
+/*
+ * Refreshes from the origin if the TTL passed; keeps the old tree on failure.
+ * Only one thread refreshes at a time; the others return at once and keep
+ * reading the current tree, which is replaced in one step when the new one
+ * is ready.
+ */
 void dv_ns_maybe_refresh(struct dv_namespace *ns);
 
-/* Looks up @name in directory @parent. 0, -ENOENT, -ENOTDIR. */
+/*
+ * Looks up @name in directory @parent. 0, -ENOENT, -ENOTDIR. A first
+ * lookup of a pin ("train@1") reads revisions/1.json from the disk cache or
+ * the origin, and may then also fail with the origin's -EIO, -ETIMEDOUT…
+ */
 int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
 		 struct dv_ns_entry *out);
 
@@ -73,7 +89,8 @@ int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
 /*
  * Lists directory @ino from position @pos (0 = start): calls @fn for each
  * entry until it returns non-zero. Positions are stable for one listing.
- * 0, -ENOENT, -ENOTDIR.
+ * "." and ".." are not listed, nor pins. @fn runs under the namespace's
+ * read lock: it must not call back into the namespace. 0, -ENOENT, -ENOTDIR.
  */
 typedef int (*dv_ns_fill_fn)(void *arg, const struct dv_ns_entry *e,
 			     uint64_t next_pos);

@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libfuse3-dev fuse3 libcurl4-openssl-dev
 	libssl-dev libyaml-dev libxxhash-dev liburing-dev check python3)
-test_pkgs=(nginx-light curl procps util-linux psmisc clang)
+test_pkgs=(nginx-light curl procps util-linux psmisc attr iproute2 clang)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then

@@ -1,0 +1,36 @@
+/*
+ * The state of one mount, shared by the FUSE operations (fuse_ops.c) and
+ * the start-up code (main.c). Everything here is set up before the session
+ * starts and read-only afterwards, except the counters.
+ */
+#ifndef DV_DATAVOFS_H
+#define DV_DATAVOFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "../tiers/hierarchy.h"
+#include "../tiers/origin.h"
+#include "namespace.h"
+
+/* Inodes of the hidden control directory; the namespace never uses 2-15. */
+#define DV_CTL_DIR_INO 2
+#define DV_CTL_STATUS_INO 3
+#define DV_CTL_DIR_NAME ".datavo"
+
+struct dv_fs {
+	struct dv_config *cfg;
+	struct dv_origin *origin;
+	struct dv_hierarchy *hier;
+	struct dv_namespace *ns;
+	struct dv_fetcher fetcher;
+	double entry_timeout;    /* seconds the kernel may cache names */
+	bool passthrough;        /* granted by the kernel at init */
+	bool want_passthrough;   /* asked for (-o passthrough, default on) */
+	uint64_t open_files;     /* atomic */
+	uint64_t read_errors;    /* atomic */
+	uint64_t started;        /* time(NULL) at start */
+};
+
+#endif

@@ -1,0 +1,603 @@
+/*
+ * The FUSE low-level operations of datavofs: a read-only tree of datasets
+ * and tar shards (namespace.c) whose opens go through the cache hierarchy.
+ *
+ * Read path: when the kernel grants passthrough (libfuse >= 3.17 and
+ * CAP_SYS_ADMIN), an open hands the kernel the tier file and reads never
+ * enter the daemon. Otherwise reads are spliced from the tier file with
+ * keep_cache set: a shard's bytes never change under one inode (a new
+ * revision is a new inode), so the page cache serves every later epoch.
+ *
+ * Errors from the layers below are -errno; they are converted here once.
+ */
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../config/log.h"
+#include "datavofs.h"
+#include "fuse_ops.h"
+#include "status.h"
+
+#define XATTR_HASH "user.datavo.content_hash"
+#define XATTR_TIER "user.datavo.tier"
+
+/* What an open file handle holds. */
+struct handle {
+	struct dv_object obj;  /* shards */
+	int backing_id;        /* > 0 when passed through */
+	char *text;            /* control files: the generated content */
+	size_t text_len;
+};
+
+static struct dv_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void fill_attr(const struct dv_ns_entry *e, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = e->ino;
+	st->st_uid = 0;
+	st->st_gid = 0;
+	st->st_mtime = st->st_ctime = st->st_atime = e->mtime;
+	if (e->kind == DV_NS_DIR) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)e->size;
+		st->st_blocks = (blkcnt_t)((e->size + 511) / 512);
+	}
+	st->st_blksize = 1 << 20;
+}
+
+/* The hidden control directory and its files (see status.c). */
+static bool ctl_entry(struct dv_fs *fs, uint64_t ino, struct dv_ns_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	e->mtime = (time_t)fs->started;
+	if (ino == DV_CTL_DIR_INO) {
+		e->kind = DV_NS_DIR;
+		snprintf(e->name, sizeof(e->name), "%s", DV_CTL_DIR_NAME);
+		return true;
+	}
+	if (ino == DV_CTL_STATUS_INO) {
+		e->kind = DV_NS_SHARD;
+		snprintf(e->name, sizeof(e->name), "status");
+		return true;
+	}
+	return false;
+}
+
+static int get_entry(struct dv_fs *fs, uint64_t ino, struct dv_ns_entry *e)
+{
+	if (ctl_entry(fs, ino, e))
+		return 0;
+	return dv_ns_getattr(fs->ns, ino, e);
+}
+
+static void reply_entry(fuse_req_t req, const struct dv_ns_entry *e)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct fuse_entry_param ep;
+
+	memset(&ep, 0, sizeof(ep));
+	ep.ino = e->ino;
+	ep.generation = 1;
+	fill_attr(e, &ep.attr);
+	ep.entry_timeout = fs->entry_timeout;
+	/* A shard inode's bytes never change: its attributes may be cached. */
+	ep.attr_timeout = e->kind == DV_NS_SHARD ? 3600 : fs->entry_timeout;
+	if (e->ino < 16)
+		ep.attr_timeout = ep.entry_timeout = 0;
+	fuse_reply_entry(req, &ep);
+}
+
+static void dv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dv_ns_entry e;
+	int ret;
+
+	if (parent == FUSE_ROOT_ID && strcmp(name, DV_CTL_DIR_NAME) == 0) {
+		ctl_entry(fs, DV_CTL_DIR_INO, &e);
+		reply_entry(req, &e);
+		return;
+	}
+	if (parent == DV_CTL_DIR_INO) {
+		if (strcmp(name, "status") == 0) {
+			ctl_entry(fs, DV_CTL_STATUS_INO, &e);
+			reply_entry(req, &e);
+		} else {
+			fuse_reply_err(req, ENOENT);
+		}
+		return;
+	}
+	dv_ns_maybe_refresh(fs->ns);
+	ret = dv_ns_lookup(fs->ns, parent, name, &e);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	reply_entry(req, &e);
+}
+
+static void dv_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dv_ns_entry e;
+	struct stat st;
+	int ret = get_entry(fs, ino, &e);
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_attr(&e, &st);
+	fuse_reply_attr(req, &st, e.kind == DV_NS_SHARD ? 3600 : fs->entry_timeout);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	struct dv_fs *fs;
+};
+
+static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
+		      off_t next)
+{
+	struct stat st;
+	size_t n;
+
+	fill_attr(e, &st);
+	if (df->plus) {
+		struct fuse_entry_param ep;
+
+		memset(&ep, 0, sizeof(ep));
+		ep.ino = e->ino;
+		ep.generation = 1;
+		ep.attr = st;
+		ep.entry_timeout = df->fs->entry_timeout;
+		ep.attr_timeout = e->kind == DV_NS_SHARD ? 3600 : df->fs->entry_timeout;
+		n = fuse_add_direntry_plus(df->req, df->buf + df->used,
+					   df->size - df->used, e->name, &ep,
+					   next);
+	} else {
+		n = fuse_add_direntry(df->req, df->buf + df->used,
+				      df->size - df->used, e->name, &st, next);
+	}
+	if (n > df->size - df->used)
+		return 1; /* full */
+	df->used += n;
+	return 0;
+}
+
+/* Offsets: 1 after ".", 2 after "..", then 3 + namespace position. */
+static int ns_fill(void *arg, const struct dv_ns_entry *e, uint64_t next_pos)
+{
+	return add_dirent(arg, e, (off_t)(next_pos + 3));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       bool plus)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dir_fill df = { req, NULL, size, 0, plus, fs };
+	struct dv_ns_entry e;
+	int ret = 0;
+
+	if (get_entry(fs, ino, &e) || e.kind != DV_NS_DIR) {
+		fuse_reply_err(req, ino == DV_CTL_STATUS_INO ? ENOTDIR : ENOENT);
+		return;
+	}
+	df.buf = malloc(size);
+	if (!df.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off < 1) {
+		snprintf(e.name, sizeof(e.name), ".");
+		if (add_dirent(&df, &e, 1))
+			goto done;
+	}
+	if (off < 2) {
+		struct dv_ns_entry up = e;
+
+		snprintf(up.name, sizeof(up.name), "..");
+		if (add_dirent(&df, &up, 2))
+			goto done;
+	}
+	if (ino == DV_CTL_DIR_INO) {
+		if (off < 3 && ctl_entry(fs, DV_CTL_STATUS_INO, &e))
+			add_dirent(&df, &e, 3);
+		goto done;
+	}
+	dv_ns_maybe_refresh(fs->ns);
+	ret = dv_ns_readdir(fs->ns, ino, off > 3 ? (uint64_t)off - 3 : 0,
+			    ns_fill, &df);
+done:
+	if (ret && df.used == 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, df.buf, df.used);
+	free(df.buf);
+}
+
+static void dv_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, false);
+}
+
+static void dv_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, true);
+}
+
+static void open_status(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct handle *hd = calloc(1, sizeof(*hd));
+
+	if (!hd) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	hd->obj.fd = -1;
+	hd->text = dv_status_json(fs_of(req), &hd->text_len);
+	if (!hd->text) {
+		free(hd);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)hd;
+	fi->direct_io = 1; /* its size is only known once generated */
+	fuse_reply_open(req, fi);
+}
+
+static void try_passthrough(fuse_req_t req, struct dv_fs *fs,
+			    struct handle *hd, struct fuse_file_info *fi)
+{
+#ifdef FUSE_CAP_PASSTHROUGH
+	int id;
+
+	if (!fs->passthrough || hd->obj.fd < 0)
+		return;
+	id = fuse_passthrough_open(req, hd->obj.fd);
+	if (id > 0) {
+		hd->backing_id = id;
+		fi->backing_id = id;
+		return;
+	}
+	dv_warn("passthrough refused for %s (%d); reading through the daemon",
+		hd->obj.path, id);
+#endif
+}
+
+static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dv_shard_ref ref;
+	struct dv_ns_entry e;
+	struct handle *hd;
+	char label[800];
+	int ret;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (ino == DV_CTL_STATUS_INO) {
+		open_status(req, fi);
+		return;
+	}
+	ret = get_entry(fs, ino, &e);
+	if (ret || e.kind != DV_NS_SHARD) {
+		fuse_reply_err(req, ret ? -ret : EISDIR);
+		return;
+	}
+	hd = calloc(1, sizeof(*hd));
+	if (!hd) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	snprintf(label, sizeof(label), "%s/%s", e.dataset, e.name);
+	ref.hash = e.hash;
+	ref.size = e.size;
+	ref.sha256 = fs->cfg->verify == DV_VERIFY_OFF ? NULL : e.sha256;
+	ref.label = label;
+	ret = dv_hierarchy_get_or_fetch(fs->hier, &ref, &fs->fetcher, &hd->obj);
+	if (ret) {
+		free(hd);
+		dv_stat_add(&fs->read_errors, 1);
+		/* The reader sees a clear errno; the log says why. */
+		fuse_reply_err(req, ret == -EINVAL || ret == -EBADMSG ? EIO : -ret);
+		return;
+	}
+	dv_stat_add(&fs->open_files, 1);
+	fi->fh = (uint64_t)(uintptr_t)hd;
+	fi->keep_cache = 1;
+	try_passthrough(req, fs, hd, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* The opener was interrupted: nobody will release this. */
+		dv_object_release(&hd->obj);
+		dv_stat_add(&fs->open_files, (uint64_t)-1);
+		free(hd);
+	}
+}
+
+static void read_text(fuse_req_t req, struct handle *hd, size_t size,
+		      off_t off)
+{
+	if ((size_t)off >= hd->text_len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > hd->text_len - (size_t)off)
+		size = hd->text_len - (size_t)off;
+	fuse_reply_buf(req, hd->text + off, size);
+}
+
+static void dv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct handle *hd = (struct handle *)(uintptr_t)fi->fh;
+	struct dv_object *obj = &hd->obj;
+	char *buf;
+	ssize_t n;
+
+	if (hd->text) {
+		read_text(req, hd, size, off);
+		return;
+	}
+	if ((uint64_t)off >= obj->size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > obj->size - (uint64_t)off)
+		size = (size_t)(obj->size - (uint64_t)off);
+	dv_stat_add(&obj->tier->stats.bytes_served, size);
+	if (obj->fd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = obj->fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = dv_object_pread(obj, buf, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void dv_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct handle *hd = (struct handle *)(uintptr_t)fi->fh;
+
+	if (hd->text) {
+		free(hd->text);
+	} else {
+#ifdef FUSE_CAP_PASSTHROUGH
+		if (hd->backing_id > 0)
+			fuse_passthrough_close(req, hd->backing_id);
+#endif
+		dv_object_release(&hd->obj);
+		dv_stat_add(&fs_of(req)->open_files, (uint64_t)-1);
+	}
+	free(hd);
+	fuse_reply_err(req, 0);
+}
+
+static void dv_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dv_ns_stats ns;
+	struct statvfs sv;
+
+	dv_ns_stats(fs->ns, &ns);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_files = ns.shards + ns.datasets;
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* The first tier holding the shard now, without fetching anything. */
+static const char *tier_holding(struct dv_fs *fs, const struct dv_ns_entry *e)
+{
+	for (size_t i = 0; i < dv_hierarchy_ntiers(fs->hier); i++) {
+		struct dv_tier *t = dv_hierarchy_tier(fs->hier, i);
+
+		if (t->ops->lookup(t, e->hash, e->size) == 0)
+			return t->name;
+	}
+	return "";
+}
+
+static void reply_xattr_value(fuse_req_t req, const char *val, size_t size)
+{
+	size_t len = strlen(val);
+
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+static void dv_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct dv_fs *fs = fs_of(req);
+	struct dv_ns_entry e;
+
+	if (get_entry(fs, ino, &e) || e.kind != DV_NS_SHARD || ino < 16) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (strcmp(name, XATTR_HASH) == 0)
+		reply_xattr_value(req, e.hash, size);
+	else if (strcmp(name, XATTR_TIER) == 0)
+		reply_xattr_value(req, tier_holding(fs, &e), size);
+	else
+		fuse_reply_err(req, ENODATA);
+}
+
+static void dv_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char names[] = XATTR_HASH "\0" XATTR_TIER;
+	struct dv_ns_entry e;
+
+	if (get_entry(fs_of(req), ino, &e) || e.kind != DV_NS_SHARD || ino < 16) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, sizeof(names));
+	else if (size < sizeof(names))
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, names, sizeof(names));
+}
+
+/* Every call that would change the tree: the mount is read-only. */
+static void erofs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			  int to_set, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			  const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 fuse_ino_t newparent, const char *newname,
+			 unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		       const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 mode_t mode, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   const char *value, size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void erofs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+/* Asks for @flag when the kernel offers it; says whether it was. */
+static bool want_flag(struct fuse_conn_info *conn, uint64_t flag)
+{
+#if FUSE_USE_VERSION >= 317
+	return fuse_set_feature_flag(conn, flag);
+#else
+	if (!(conn->capable & flag))
+		return false;
+	conn->want |= (uint32_t)flag;
+	return true;
+#endif
+}
+
+static void dv_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct dv_fs *fs = userdata;
+
+	conn->max_readahead = UINT_MAX; /* the kernel caps it */
+	if (want_flag(conn, FUSE_CAP_SPLICE_WRITE))
+		want_flag(conn, FUSE_CAP_SPLICE_MOVE);
+	want_flag(conn, FUSE_CAP_ASYNC_READ);
+#ifdef FUSE_CAP_PASSTHROUGH
+	if (fs->want_passthrough)
+		fs->passthrough = want_flag(conn, FUSE_CAP_PASSTHROUGH);
+#endif
+	dv_info("read path: %s", fs->passthrough ? "kernel passthrough"
+						 : "keep_cache + splice");
+}
+
+const struct fuse_lowlevel_ops dv_fuse_ops = {
+	.init = dv_init,
+	.lookup = dv_lookup,
+	.getattr = dv_getattr,
+	.readdir = dv_readdir,
+	.readdirplus = dv_readdirplus,
+	.open = dv_open,
+	.read = dv_read,
+	.release = dv_release,
+	.statfs = dv_statfs,
+	.getxattr = dv_getxattr,
+	.listxattr = dv_listxattr,
+	.setattr = erofs_setattr,
+	.mknod = erofs_mknod,
+	.mkdir = erofs_mkdir,
+	.unlink = erofs_unlink,
+	.rmdir = erofs_unlink,
+	.symlink = erofs_symlink,
+	.rename = erofs_rename,
+	.link = erofs_link,
+	.create = erofs_create,
+	.setxattr = erofs_setxattr,
+	.removexattr = erofs_removexattr,
+};

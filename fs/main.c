@@ -1,0 +1,355 @@
+/*
+ * datavofs: mounts the datasets of an origin as a read-only tree of tar
+ * shards backed by the cache hierarchy.
+ *
+ *   datavofs [ORIGIN] MOUNTPOINT [-f] [-d] [-o opt[,opt...]]
+ *
+ * The origin comes from the first of: the positional argument, -o origin=,
+ * `origin:` in the config, $DATAVO_ORIGIN. Start-up reads the config,
+ * opens the tiers (cleaning what dead processes left, B4) and loads the
+ * namespace (from its disk cache when the origin is down, B7) before the
+ * mount appears, so a mount that exists can serve.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <fuse_lowlevel.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../config/log.h"
+#include "../config/util.h"
+#include "datavofs.h"
+#include "fuse_ops.h"
+
+struct cli {
+	const char *pos[2];
+	int npos;
+	char *origin;
+	char *config;
+	char *verify;
+	char *state_dir;
+	char *log_level;
+	char *manifest_ttl;
+	int no_passthrough;
+	int help;
+	int version;
+};
+
+enum { KEY_HELP, KEY_VERSION, KEY_DISCARD };
+
+#define CLI_OPT(t, p) { t, offsetof(struct cli, p), 1 }
+
+static const struct fuse_opt cli_opts[] = {
+	CLI_OPT("origin=%s", origin),
+	CLI_OPT("config=%s", config),
+	CLI_OPT("verify=%s", verify),
+	CLI_OPT("state_dir=%s", state_dir),
+	CLI_OPT("log_level=%s", log_level),
+	CLI_OPT("manifest_ttl=%s", manifest_ttl),
+	CLI_OPT("no_passthrough", no_passthrough),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	/* fstab words that mean nothing to a FUSE mount */
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", KEY_DISCARD),
+	FUSE_OPT_KEY("ro", KEY_DISCARD), /* always added below */
+	FUSE_OPT_END
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [ORIGIN] MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n\n"
+	       "ORIGIN is http(s)://HOST/PATH, file:///PATH or /PATH.\n\n"
+	       "datavofs options:\n"
+	       "    -o origin=URL          origin (if not given as an argument)\n"
+	       "    -o config=PATH         shards.yaml (default: /etc/datavo/shards.yaml,\n"
+	       "                           then ~/.config/datavo/shards.yaml, then built in)\n"
+	       "    -o manifest_ttl=SECS   manifest refresh interval (default 60)\n"
+	       "    -o verify=MODE         fill (default), always or off\n"
+	       "    -o state_dir=PATH      where manifests are cached\n"
+	       "    -o log_level=LEVEL     error, warning (default), info, debug\n"
+	       "    -o no_passthrough      never use kernel passthrough\n"
+	       "    -o allow_other         let other users read the mount\n"
+	       "    -f                     stay in the foreground, log to stderr\n"
+	       "    -d                     debug: foreground, every FUSE call logged\n\n"
+	       "See datavofs(8).\n", prog);
+}
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct cli *cli = data;
+
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (cli->npos == 2) {
+			fprintf(stderr, "datavofs: too many arguments: '%s'\n", arg);
+			return -1;
+		}
+		cli->pos[cli->npos++] = arg;
+		return 0;
+	case KEY_HELP:
+		cli->help = 1;
+		return 0;
+	case KEY_VERSION:
+		cli->version = 1;
+		return 0;
+	case KEY_DISCARD:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void syslog_sink(enum dv_log_level level, const char *line)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+
+	syslog(prio[level], "%s", line);
+}
+
+/* -o options override the config file. 0 or -1 after a message. */
+static int apply_overrides(struct cli *cli, struct dv_config *cfg)
+{
+	uint64_t v;
+
+	if (cli->verify) {
+		if (strcmp(cli->verify, "fill") == 0)
+			cfg->verify = DV_VERIFY_FILL;
+		else if (strcmp(cli->verify, "always") == 0)
+			cfg->verify = DV_VERIFY_ALWAYS;
+		else if (strcmp(cli->verify, "off") == 0)
+			cfg->verify = DV_VERIFY_OFF;
+		else {
+			fprintf(stderr, "datavofs: -o verify=%s: use fill, always or off\n",
+				cli->verify);
+			return -1;
+		}
+	}
+	if (cli->manifest_ttl) {
+		if (dv_parse_uint(cli->manifest_ttl, 86400 * 365, &v)) {
+			fprintf(stderr, "datavofs: -o manifest_ttl=%s: not a number of seconds\n",
+				cli->manifest_ttl);
+			return -1;
+		}
+		cfg->manifest_ttl = (unsigned)v;
+	}
+	if (cli->state_dir) {
+		char *p;
+
+		if (dv_expand_path(cli->state_dir, &p)) {
+			fprintf(stderr, "datavofs: -o state_dir=%s: cannot expand\n",
+				cli->state_dir);
+			return -1;
+		}
+		free(cfg->state_dir);
+		cfg->state_dir = p;
+	}
+	return 0;
+}
+
+static const char *pick_origin(struct cli *cli, struct dv_config *cfg)
+{
+	const char *env = getenv("DATAVO_ORIGIN");
+
+	if (cli->npos == 2)
+		return cli->pos[0];
+	if (cli->origin)
+		return cli->origin;
+	if (cfg->origin)
+		return cfg->origin;
+	if (env && *env)
+		return env;
+	return NULL;
+}
+
+/* Manifests of each origin are cached apart, under the state directory. */
+static char *state_dir_for(const struct dv_config *cfg, const char *origin)
+{
+	const char *base = cfg->state_dir;
+	char *fallback = NULL, *out = NULL;
+
+	if (!base) {
+		if (geteuid() == 0)
+			base = "/var/cache/datavo/manifests";
+		else if (dv_expand_path("~/.cache/altavo/datavo/manifests",
+					&fallback) == 0)
+			base = fallback;
+		else
+			base = "/tmp/datavo-manifests";
+	}
+	if (asprintf(&out, "%s/%016llx", base,
+		     (unsigned long long)XXH3_64bits(origin, strlen(origin))) < 0)
+		out = NULL;
+	free(fallback);
+	return out;
+}
+
+static int setup_fs(struct cli *cli, struct dv_fs *fs)
+{
+	struct dv_ns_options nso;
+	char err[1024];
+	const char *origin;
+	char *state;
+	int ret;
+
+	ret = dv_config_resolve(cli->config, NULL, &fs->cfg, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "datavofs: %s\n", err);
+		return -1;
+	}
+	if (apply_overrides(cli, fs->cfg))
+		return -1;
+	origin = pick_origin(cli, fs->cfg);
+	if (!origin) {
+		fprintf(stderr, "datavofs: no origin: give it as the first argument, "
+				"-o origin=URL, 'origin:' in shards.yaml, or $DATAVO_ORIGIN\n");
+		return -1;
+	}
+	ret = dv_origin_new(origin, &fs->cfg->http, &fs->origin, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "datavofs: %s\n", err);
+		return -1;
+	}
+	dv_origin_fetcher(fs->origin, &fs->fetcher);
+	ret = dv_hierarchy_new(fs->cfg, &fs->hier, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "datavofs: %s%s%s\n", err,
+			fs->cfg->path ? " (config " : "",
+			fs->cfg->path ? fs->cfg->path : "");
+		return -1;
+	}
+	state = state_dir_for(fs->cfg, fs->origin->url);
+	if (!state)
+		return -1;
+	nso.origin = fs->origin;
+	nso.state_dir = state;
+	nso.ttl = fs->cfg->manifest_ttl;
+	ret = dv_ns_new(&nso, &fs->ns, err, sizeof(err));
+	free(state);
+	if (ret) {
+		fprintf(stderr, "datavofs: %s\n", err);
+		return -1;
+	}
+	fs->entry_timeout = fs->cfg->manifest_ttl < 60 ? fs->cfg->manifest_ttl : 60;
+	fs->want_passthrough = !cli->no_passthrough;
+	fs->started = (uint64_t)time(NULL);
+	return 0;
+}
+
+static void teardown_fs(struct dv_fs *fs)
+{
+	dv_ns_free(fs->ns);
+	dv_hierarchy_free(fs->hier);
+	dv_origin_free(fs->origin);
+	dv_config_free(fs->cfg);
+}
+
+static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
+		       struct dv_fs *fs)
+{
+	struct fuse_loop_config *lc;
+	struct fuse_session *se;
+	int ret = 1;
+
+	se = fuse_session_new(args, &dv_fuse_ops, sizeof(dv_fuse_ops), fs);
+	if (!se)
+		return 1;
+	if (fuse_set_signal_handlers(se))
+		goto out_destroy;
+	if (fuse_session_mount(se, opts->mountpoint))
+		goto out_signals;
+	if (fuse_daemonize(opts->foreground))
+		goto out_unmount;
+	if (!opts->foreground) {
+		openlog("datavofs", LOG_PID, LOG_DAEMON);
+		dv_log_set_sink(syslog_sink);
+	}
+	dv_info("mounted %s on %s", fs->origin->url, opts->mountpoint);
+	lc = fuse_loop_cfg_create();
+	if (!lc)
+		goto out_unmount;
+	fuse_loop_cfg_set_clone_fd(lc, opts->clone_fd);
+	fuse_loop_cfg_set_max_threads(lc, opts->max_threads ? opts->max_threads : 64);
+	fuse_loop_cfg_set_idle_threads(lc, opts->max_idle_threads);
+	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
+	fuse_loop_cfg_destroy(lc);
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_destroy:
+	fuse_session_destroy(se);
+	return ret;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts opts;
+	struct cli cli = { 0 };
+	struct dv_fs fs = { 0 };
+	enum dv_log_level level;
+	int ret = 1;
+
+	/* libcurl runs with NOSIGNAL: a peer closing must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
+	if (fuse_opt_parse(&args, &cli, cli_opts, opt_proc))
+		return 1;
+	if (cli.help || cli.version) {
+		if (cli.help)
+			usage(argv[0]);
+		else
+			printf("datavofs 0.1 (libfuse %s)\n", fuse_pkgversion());
+		fuse_opt_free_args(&args);
+		return 0;
+	}
+	if (cli.npos == 0) {
+		usage(argv[0]);
+		fuse_opt_free_args(&args);
+		return 1;
+	}
+	if (cli.log_level) {
+		if (dv_log_parse_level(cli.log_level, &level)) {
+			fprintf(stderr, "datavofs: -o log_level=%s: use error, warning, info or debug\n",
+				cli.log_level);
+			goto out;
+		}
+		dv_log_set_level(level);
+	}
+	/* The mountpoint goes back for libfuse; the mount is read-only. */
+	if (fuse_opt_add_arg(&args, cli.pos[cli.npos - 1]) ||
+	    fuse_opt_add_arg(&args, "-oro,default_permissions,fsname=datavofs,subtype=datavofs"))
+		goto out;
+	if (fuse_parse_cmdline(&args, &opts))
+		goto out;
+	if (opts.debug && !cli.log_level)
+		dv_log_set_level(DV_LOG_DEBUG);
+	if (setup_fs(&cli, &fs) == 0)
+		ret = run_session(&args, &opts, &fs);
+	teardown_fs(&fs);
+	free(opts.mountpoint);
+out:
+	fuse_opt_free_args(&args);
+	free(cli.origin);
+	free(cli.config);
+	free(cli.verify);
+	free(cli.state_dir);
+	free(cli.log_level);
+	free(cli.manifest_ttl);
+	return ret;
+}
