@@ -280,6 +280,8 @@ static void try_passthrough(fuse_req_t req, struct dv_fs *fs,
 	if (id > 0) {
 		hd->backing_id = id;
 		fi->backing_id = id;
+		/* With keep_cache the kernel failed passthrough reads (EIO). */
+		fi->keep_cache = 0;
 		return;
 	}
 	dv_warn("passthrough refused for %s (%d); reading through the daemon",

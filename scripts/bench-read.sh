@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The read benchmark of datavofs (issue 3): prints, side by side from one run,
+#   cold epoch  GB/s reading every shard through a fresh mount (each fill
+#               fetched from nginx, verified, installed) vs `curl` downloading
+#               the same shards into the same filesystem;
+#   warm epochs GB/s reading them again through the mount vs reading the
+#               tier files directly (dd bs=1M, both from the page cache).
+#
+# usage: scripts/bench-read.sh [TOTAL_MIB] [SHARDS]     (default 1024 MiB in 8)
+# DATAVOFS=build-pt/datavofs runs the passthrough build. Never a pass/fail
+# test: the machine is shared and noisy; it prints figures and ratios.
+set -uo pipefail
+DV_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+total_mib=${1:-1024}
+nshards=${2:-8}
+rounds=${DV_BENCH_ROUNDS:-2}
+export DATAVOFS=${DATAVOFS:-$DV_ROOT/build/datavofs}
+export DATAVOCTL=${DATAVOCTL:-$DV_ROOT/build/datavoctl}
+# shellcheck source=tests/integration/lib.sh
+. "$DV_ROOT/tests/integration/lib.sh"
+# shellcheck source=tests/integration/fixtures.sh
+. "$DV_ROOT/tests/integration/fixtures.sh"
+dv_need curl dd nginx python3
+
+now() { date +%s.%N; }
+gbps() { python3 -c "import sys; print('%.2f' % ($1 / 1e9 / ($3 - $2)))"; }
+ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+read_all() { for f in "$@"; do dd if="$f" of=/dev/null bs=1M status=none; done; }
+
+src=$(dv_tmp src)
+origin=$(dv_tmp origin)
+per=$((total_mib / nshards))
+for i in $(seq 0 $((nshards - 1))); do
+	head -c "${per}M" /dev/urandom >"$src/$(printf 'shard-%06d.tar' "$i")"
+done
+publish bench/data "$src" "$origin" || bail "publish"
+bytes=$((per * nshards * 1024 * 1024))
+nginx_start "$origin" || bail "nginx"
+hashes=$(python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.load(open(sys.argv[1]))["shards"]]' \
+	"$origin/bench/data/manifest.json")
+
+echo "# datavofs read benchmark: $nshards shards, $((bytes >> 20)) MiB, binary $DATAVOFS"
+for r in $(seq 1 "$rounds"); do
+	# curl into the filesystem the tier lives on.
+	dl=$(dv_tmp curl)
+	t0=$(now)
+	for h in $hashes; do curl -fsS -o "$dl/$h.tar" "$NGINX_URL/shards/$h.tar"; done
+	t1=$(now)
+	rm -rf "$dl"
+	curl_gbps=$(gbps $bytes "$t0" "$t1")
+
+	tier=$(dv_tmp tier)
+	cfg="$DV_WORK/bench$r.yaml"
+	write_config "$cfg" "$tier"
+	mnt=$(dv_tmp mnt)
+	dv_mount "$NGINX_URL" "$mnt" "config=$cfg" >/dev/null || bail "mount"
+	files=("$mnt"/bench/data/*.tar)
+	t0=$(now)
+	read_all "${files[@]}"
+	t1=$(now)
+	cold=$(gbps $bytes "$t0" "$t1")
+	echo "round $r cold epoch: datavofs $cold GB/s, curl $curl_gbps GB/s, ratio $(ratio "$cold" "$curl_gbps")"
+
+	direct=("$tier"/*.tar)
+	for epoch in 2 3; do
+		t0=$(now)
+		read_all "${files[@]}"
+		t1=$(now)
+		warm=$(gbps $bytes "$t0" "$t1")
+		t0=$(now)
+		read_all "${direct[@]}"
+		t1=$(now)
+		dir=$(gbps $bytes "$t0" "$t1")
+		echo "round $r warm epoch $epoch: mount $warm GB/s, direct $dir GB/s, ratio $(ratio "$warm" "$dir")"
+	done
+	echo "round $r read path: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_path"])' "$mnt/.datavo/status")"
+	dv_umount "$mnt" >/dev/null
+	rm -rf "$tier"
+done
+pass "benchmark ran"
+summary >/dev/null
