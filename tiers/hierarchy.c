@@ -18,6 +18,7 @@
 #include "hierarchy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,11 @@
 
 #include "../config/log.h"
 #include "../config/util.h"
+#include "upload.h"
+
+#define UPLOAD_QUEUE 256
+#define UPLOAD_THREADS 2
+#define UPLOAD_GRACE_MS 10000
 
 const double dv_fill_bucket_bounds[DV_FILL_BUCKETS] = {
 	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
@@ -39,6 +45,7 @@ struct dv_hierarchy {
 	size_t landing;          /* topmost folder tier (R6) */
 	size_t *lock_order;      /* lockable tiers, by lock_key, no twins */
 	size_t nlocks;
+	struct dv_uploader *up;  /* NULL without remote tiers (B5) */
 	struct dv_hierarchy_stats stats;           /* atomic counters */
 	uint64_t fill_buckets[DV_FILL_BUCKETS + 1]; /* last: +Inf */
 };
@@ -137,23 +144,36 @@ static int open_local(struct dv_hierarchy *h, size_t i,
 	return -EBADMSG;
 }
 
-/* First tier at or after @from that holds the shard (R1), or -1. */
-static ssize_t find(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-		    size_t from)
+/*
+ * Finds the first tier at or after @from that holds the shard (R1): its
+ * index in *@hit, or -1. A tier that fails is a miss of that tier, except
+ * a remote tier refusing our credentials: that is -EACCES for the caller,
+ * not a miss that would send every read to the origin.
+ */
+static int find(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
+		size_t from, ssize_t *hit)
 {
+	*hit = -1;
 	for (size_t i = from; i < h->n; i++) {
 		struct dv_tier *t = h->tiers[i];
 		int ret = t->ops->lookup(t, ref->hash, ref->size);
 
-		if (ret == 0)
-			return (ssize_t)i;
-		if (ret != -ENOENT && ret != -EBADMSG) {
-			dv_warn("tier '%s': lookup of %s failed: %s", t->name,
-				ref->hash, strerror(-ret));
-			dv_stat_add(&t->stats.errors, 1);
+		if (ret == 0) {
+			*hit = (ssize_t)i;
+			return 0;
 		}
+		if (ret == -ENOENT || ret == -EBADMSG)
+			continue;
+		dv_stat_add(&t->stats.errors, 1);
+		if (ret == -EACCES && is_remote(t)) {
+			dv_err("tier '%s': access denied looking up %s: check its credentials",
+			       t->name, label_of(ref));
+			return -EACCES;
+		}
+		dv_warn("tier '%s': lookup of %s failed: %s", t->name,
+			label_of(ref), strerror(-ret));
 	}
-	return -1;
+	return 0;
 }
 
 static void count_walk(struct dv_hierarchy *h, ssize_t hit)
@@ -192,6 +212,28 @@ static bool install_into(struct dv_tier *t, const struct dv_shard_ref *ref,
 	return false;
 }
 
+/* B5: remote tiers get the installed bytes in the background. */
+static void upload_later(struct dv_hierarchy *h, struct dv_tier *t,
+			 const struct dv_shard_ref *ref, int fd)
+{
+	int copy;
+
+	if (t->max_bytes && ref->size > t->max_bytes) {
+		dv_warn("tier '%s': skipping %s (%" PRIu64
+			" bytes): larger than its max_bytes %" PRIu64,
+			t->name, label_of(ref), ref->size, t->max_bytes);
+		return;
+	}
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (copy < 0) {
+		dv_warn("tier '%s': cannot queue the upload of %s: %s", t->name,
+			label_of(ref), strerror(errno));
+		return;
+	}
+	dv_uploader_enqueue(h->up, t, ref->hash, copy, ref->size,
+			    label_of(ref));
+}
+
 /*
  * Installs the verified file @fd/@path into tiers [0, @limit) except
  * @skip: local tiers first, then remote ones from the installed copy.
@@ -226,7 +268,7 @@ static ssize_t install_all(struct dv_hierarchy *h,
 		return top;
 	for (size_t j = 0; j < limit; j++) {
 		if ((ssize_t)j != skip && is_remote(h->tiers[j]))
-			install_into(h->tiers[j], ref, fd, path, 0);
+			upload_later(h, h->tiers[j], ref, fd);
 	}
 	return top;
 }
@@ -280,14 +322,15 @@ static void staged_done(struct dv_hierarchy *h, size_t where,
 }
 
 /*
- * Streams the shard into a staging file through a verifying sink, from the
- * fetcher or from remote tier @src. 0 with @st filled, or -errno.
+ * Streams the shard into a staging file through a verifying sink, from
+ * @src (the origin's fetcher, a remote tier's download, or a local object
+ * that is not a file), named @from in log lines. 0 with @st filled, or
+ * -errno; -EIO for bytes that fail verification.
  */
 static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-		     const struct dv_fetcher *fetcher, struct dv_tier *src,
+		     const struct dv_fetcher *src, const char *from,
 		     struct dv_staged *st, size_t *where)
 {
-	const char *from = src ? src->name : "origin";
 	struct dv_sink sink;
 	int ret;
 
@@ -300,18 +343,13 @@ static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	ret = dv_sink_init(&sink, st->fd, ref->size, ref->sha256);
 	if (ret)
 		goto out;
-	if (src)
-		ret = src->ops->download(src, ref->hash, ref->size, &sink);
-	else
-		ret = fetcher->fetch(fetcher->arg, ref, &sink);
+	ret = src->fetch(src->arg, ref, &sink);
 	if (ret == 0)
 		ret = dv_sink_finish(&sink);
 	if (ret == -EBADMSG) {
 		dv_err("%s (%s): bytes from %s do not match the manifest's sha256; discarded",
 		       label_of(ref), ref->hash, from);
 		dv_stat_add(&h->stats.verify_failures, 1);
-		if (src)
-			dv_stat_add(&src->stats.verify_failures, 1);
 		ret = -EIO;
 	} else if (ret == -EFBIG) {
 		dv_err("%s (%s): %s sent more than the expected %" PRIu64
@@ -333,6 +371,41 @@ out:
 	return ret;
 }
 
+/* A remote tier's download as a fetcher. */
+static int remote_fetch(void *arg, const struct dv_shard_ref *ref,
+			struct dv_sink *sink)
+{
+	struct dv_tier *t = arg;
+
+	return t->ops->download(t, ref->hash, ref->size, sink);
+}
+
+/* A local object without an fd (stripe) as a fetcher. */
+static int object_fetch(void *arg, const struct dv_shard_ref *ref,
+			struct dv_sink *sink)
+{
+	static const size_t chunk = 4u << 20;
+	struct dv_object *obj = arg;
+	char *buf = malloc(chunk);
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < ref->size && !ret) {
+		ssize_t n = dv_object_pread(obj, buf, chunk, off);
+
+		if (n <= 0) {
+			ret = n < 0 ? (int)n : -EIO;
+			break;
+		}
+		ret = dv_sink_write(sink, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return ret;
+}
+
 /* R2: a full miss. */
 static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		const struct dv_fetcher *fetcher, struct dv_object *out)
@@ -344,7 +417,7 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	int ret;
 
 	dv_stat_add(&h->stats.fetches, 1);
-	ret = stream_in(h, ref, fetcher, NULL, &st, &where);
+	ret = stream_in(h, ref, fetcher, "origin", &st, &where);
 	if (ret) {
 		dv_stat_add(&h->stats.fetch_errors, 1);
 		return ret;
@@ -365,14 +438,17 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 			  size_t i, struct dv_object *out)
 {
+	struct dv_fetcher src = { remote_fetch, h->tiers[i] };
 	struct dv_staged st = { .fd = -1 };
 	size_t where;
 	ssize_t top;
 	int ret;
 
-	ret = stream_in(h, ref, NULL, h->tiers[i], &st, &where);
+	ret = stream_in(h, ref, &src, h->tiers[i]->name, &st, &where);
 	if (ret) {
 		dv_stat_add(&h->tiers[i]->stats.errors, 1);
+		if (ret == -EIO)
+			dv_stat_add(&h->tiers[i]->stats.verify_failures, 1);
 		return -EAGAIN;
 	}
 	dv_stat_add(&h->stats.promotions, 1);
@@ -383,6 +459,33 @@ static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 		       label_of(ref), h->tiers[i]->name);
 		return -ENOSPC;
 	}
+	return open_local(h, (size_t)top, ref, out);
+}
+
+/*
+ * R3 for an object that is not a file (stripe): it is staged through a
+ * sink into the landing tier and installed from there into the faster
+ * tiers. If none takes it, it is served in place, as a folder hit is.
+ */
+static int promote_object(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
+			  size_t i, struct dv_object *src, struct dv_object *out)
+{
+	struct dv_fetcher f = { object_fetch, src };
+	struct dv_staged st = { .fd = -1 };
+	ssize_t top = -1;
+	size_t where;
+
+	if (h->landing < i &&
+	    stream_in(h, ref, &f, h->tiers[i]->name, &st, &where) == 0) {
+		top = install_all(h, ref, st.fd, st.path, i, where, -1);
+		staged_done(h, where, &st);
+	}
+	if (top < 0) {
+		*out = *src;
+		return 0;
+	}
+	dv_stat_add(&h->stats.promotions, 1);
+	dv_object_release(src);
 	return open_local(h, (size_t)top, ref, out);
 }
 
@@ -397,11 +500,8 @@ static int promote_local(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	ret = open_local(h, i, ref, &src);
 	if (ret)
 		return -EAGAIN;
-	if (src.fd < 0) {
-		/* Not a file (stripe): served in place by its tier. */
-		*out = src;
-		return 0;
-	}
+	if (src.fd < 0)
+		return promote_object(h, ref, i, &src, out);
 	dv_stat_add(&h->stats.promotions, 1);
 	top = install_all(h, ref, src.fd, src.path, i, h->n, -1);
 	if (top < 0) {
@@ -421,9 +521,11 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	size_t from = 0;
 
 	for (;;) {
-		ssize_t i = find(h, ref, from);
-		int ret;
+		ssize_t i;
+		int ret = find(h, ref, from, &i);
 
+		if (ret)
+			return ret;
 		count_walk(h, i);
 		if (i < 0)
 			return fill(h, ref, fetcher, out);
@@ -534,6 +636,15 @@ static int plan_locks(struct dv_hierarchy *h)
 	return 0;
 }
 
+static int start_uploader(struct dv_hierarchy *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		if (is_remote(h->tiers[i]))
+			return dv_uploader_new(UPLOAD_QUEUE, UPLOAD_THREADS, &h->up);
+	}
+	return 0;
+}
+
 int dv_hierarchy_from_tiers(struct dv_tier **tiers, size_t ntiers,
 			    enum dv_verify_mode verify,
 			    struct dv_hierarchy **out, char *err, size_t errlen)
@@ -575,6 +686,12 @@ int dv_hierarchy_from_tiers(struct dv_tier **tiers, size_t ntiers,
 	ret = plan_locks(h);
 	if (ret) {
 		snprintf(err, errlen, "too many tiers");
+		goto fail;
+	}
+	ret = start_uploader(h);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the upload queue: %s",
+			 strerror(-ret));
 		goto fail;
 	}
 	*out = h;
@@ -623,6 +740,8 @@ void dv_hierarchy_free(struct dv_hierarchy *h)
 {
 	if (!h)
 		return;
+	/* Workers read the tiers: stop them first. */
+	dv_uploader_free(h->up, UPLOAD_GRACE_MS);
 	for (size_t i = 0; i < h->n; i++)
 		dv_tier_free(h->tiers[i]);
 	free(h->tiers);
@@ -644,4 +763,18 @@ void dv_hierarchy_stats(const struct dv_hierarchy *h,
 		return;
 	for (size_t b = 0; b <= DV_FILL_BUCKETS; b++)
 		fill_buckets[b] = dv_stat_get(&h->fill_buckets[b]);
+}
+
+void dv_hierarchy_flush_uploads(struct dv_hierarchy *h)
+{
+	if (h->up)
+		dv_uploader_flush(h->up);
+}
+
+void dv_hierarchy_upload_stats(struct dv_hierarchy *h,
+			       struct dv_upload_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (h->up)
+		dv_uploader_stats(h->up, out);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "tier.h"
+#include "upload.h"
 
 struct dv_hierarchy;
 
@@ -85,7 +86,9 @@ struct dv_tier *dv_hierarchy_tier(const struct dv_hierarchy *h, size_t i);
  * that serves the read: a DIRECT_READ tier with an open fd, or a local
  * non-file tier. Errors: -EINVAL bad hash; -EIO fetch or verification
  * failed; -ENOSPC no tier accepted the shard; other -errno from the
- * fetcher (-ENOENT, -ETIMEDOUT, -EACCES). Thread-safe.
+ * fetcher (-ENOENT, -ETIMEDOUT, -EACCES); -EACCES also when a remote tier
+ * refuses our credentials. Remote tiers are filled in the background (B5).
+ * Thread-safe.
  */
 int dv_hierarchy_get_or_fetch(struct dv_hierarchy *h,
 			      const struct dv_shard_ref *ref,
@@ -98,6 +101,11 @@ void dv_object_release(struct dv_object *obj);
 /* Reads from an object, whatever its tier. Bytes read or -errno. */
 ssize_t dv_object_pread(struct dv_object *obj, void *buf, size_t len,
 			uint64_t off);
+
+/* Waits until the background uploads (B5) queued so far are done. */
+void dv_hierarchy_flush_uploads(struct dv_hierarchy *h);
+void dv_hierarchy_upload_stats(struct dv_hierarchy *h,
+			       struct dv_upload_stats *out);
 
 /*
  * A snapshot of the hierarchy-wide counters. @fill_buckets (may be NULL)

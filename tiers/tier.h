@@ -114,7 +114,8 @@ struct dv_tier_ops {
 	 * source is then left alone for the caller to discard). -EFBIG: larger
 	 * than max_bytes; -ENOSPC: no room even after eviction; other -errno on
 	 * failure. Never leaves a partial <hash> visible. The caller holds the
-	 * hash lock of every lockable tier. Remote tiers upload here.
+	 * hash lock of every lockable tier. Remote tiers upload here, from a
+	 * worker thread, reading @src_fd with pread; @src_path is then NULL.
 	 */
 	int (*install)(struct dv_tier *t, const char *hash, int src_fd,
 		       const char *src_path, uint64_t size, unsigned flags);

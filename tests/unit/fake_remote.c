@@ -18,6 +18,8 @@ struct fake_remote {
 	struct blob *blobs;
 	struct fake_remote_counts counts;
 	bool corrupt;
+	int lookup_err, upload_err;
+	unsigned upload_delay_ms;
 };
 
 static const struct dv_tier_ops fake_ops;
@@ -69,6 +71,16 @@ struct fake_remote_counts *fake_remote_counts(struct dv_tier *t)
 	return &fr(t)->counts;
 }
 
+void fake_remote_faults(struct dv_tier *t, int lookup_err, int upload_err,
+			unsigned upload_delay_ms)
+{
+	struct fake_remote *f = fr(t);
+
+	f->lookup_err = lookup_err;
+	f->upload_err = upload_err;
+	f->upload_delay_ms = upload_delay_ms;
+}
+
 void fake_remote_corrupt(struct dv_tier *t, bool on)
 {
 	fr(t)->corrupt = on;
@@ -80,6 +92,8 @@ static int fake_lookup(struct dv_tier *t, const char *hash, uint64_t size)
 	struct blob *b;
 
 	f->counts.lookups++;
+	if (f->lookup_err)
+		return f->lookup_err;
 	b = find_blob(f, hash);
 	if (!b)
 		return -ENOENT;
@@ -114,6 +128,11 @@ static int fake_install(struct dv_tier *t, const char *hash, int src_fd,
 
 	if (t->max_bytes && size > t->max_bytes)
 		return -EFBIG;
+	__atomic_fetch_add(&f->counts.upload_attempts, 1, __ATOMIC_SEQ_CST);
+	if (f->upload_delay_ms)
+		usleep(f->upload_delay_ms * 1000);
+	if (f->upload_err)
+		return f->upload_err;
 	f->counts.uploads++;
 	if (find_blob(f, hash))
 		return 0;

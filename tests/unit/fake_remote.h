@@ -11,7 +11,7 @@
 #include "../../tiers/tier.h"
 
 struct fake_remote_counts {
-	unsigned lookups, downloads, uploads;
+	unsigned lookups, downloads, uploads, upload_attempts;
 };
 
 struct dv_tier *fake_remote_new(const char *name, uint64_t max_bytes);
@@ -21,6 +21,10 @@ void fake_remote_put(struct dv_tier *t, const char *hash, const void *buf,
 /* The stored bytes of @hash or NULL; *len set. */
 const void *fake_remote_get(struct dv_tier *t, const char *hash, size_t *len);
 struct fake_remote_counts *fake_remote_counts(struct dv_tier *t);
+/* Lookups fail with @lookup_err, uploads with @upload_err (0: work), and
+ * every upload first sleeps @upload_delay_ms. */
+void fake_remote_faults(struct dv_tier *t, int lookup_err, int upload_err,
+			unsigned upload_delay_ms);
 /* Makes downloads deliver a flipped byte. */
 void fake_remote_corrupt(struct dv_tier *t, bool on);
 

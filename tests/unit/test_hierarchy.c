@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../config/log.h"
@@ -192,6 +193,7 @@ START_TEST(test_r2_miss_populates_every_tier)
 	size_t len;
 
 	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), 0);
+	dv_hierarchy_flush_uploads(h); /* B5: uploads run in the background */
 	ck_assert_uint_eq(fstate.calls, 1);
 	ck_assert_int_eq(o.tier_index, 0); /* the topmost installed */
 	ck_assert(strstr(o.path, "/a/" HASH_A ".tar") != NULL);
@@ -403,6 +405,7 @@ START_TEST(test_r9_cloud_max_bytes_only_skips)
 	size_t len;
 
 	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), 0);
+	dv_hierarchy_flush_uploads(h);
 	ck_assert_ptr_null(fake_remote_get(t[1], HASH_A, &len));
 	ck_assert_uint_eq(fake_remote_counts(t[1])->uploads, 0);
 	ck_assert(strstr(last_warning, "bucket") != NULL);
@@ -689,6 +692,73 @@ START_TEST(test_b4_live_staging_kept)
 }
 END_TEST
 
+/* B5: a slow bucket never delays a read; the upload lands later. */
+START_TEST(test_b5_upload_in_background)
+{
+	struct dv_tier *t[2] = { folder("a", 0), fake_remote_new("bucket", 0) };
+	struct dv_hierarchy *h = make(t, 2, DV_VERIFY_FILL);
+	struct dv_shard_ref r = ref_a();
+	struct dv_object o;
+	struct timespec t0, t1;
+	size_t len;
+
+	fake_remote_faults(t[1], 0, 0, 1500);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 1); /* not the 1.5 s upload */
+	ck_assert_ptr_null(fake_remote_get(t[1], HASH_A, &len));
+	assert_object_bytes(&o);
+	dv_object_release(&o);
+	dv_hierarchy_flush_uploads(h);
+	ck_assert_ptr_nonnull(fake_remote_get(t[1], HASH_A, &len));
+	dv_hierarchy_free(h);
+}
+END_TEST
+
+/* B5: a bucket that refuses uploads is retried, logged, never fatal. */
+START_TEST(test_b5_failed_upload_retried_not_fatal)
+{
+	struct dv_tier *t[2] = { folder("a", 0), fake_remote_new("bucket", 0) };
+	struct dv_hierarchy *h = make(t, 2, DV_VERIFY_FILL);
+	struct dv_shard_ref r = ref_a();
+	struct dv_upload_stats us;
+	struct dv_object o;
+
+	fake_remote_faults(t[1], 0, -EIO, 0);
+	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), 0);
+	assert_object_bytes(&o);
+	dv_object_release(&o);
+	dv_hierarchy_flush_uploads(h);
+	ck_assert_uint_gt(fake_remote_counts(t[1])->upload_attempts, 1);
+	dv_hierarchy_upload_stats(h, &us);
+	ck_assert_uint_eq(us.failed, 1);
+	ck_assert_uint_gt(us.retries, 0);
+	ck_assert(strstr(last_warning, "upload") != NULL);
+	dv_hierarchy_free(h);
+}
+END_TEST
+
+/* A bucket that refuses our credentials is EACCES, not a silent miss. */
+START_TEST(test_remote_auth_error_is_eacces)
+{
+	struct dv_tier *t[2] = { folder("a", 0), fake_remote_new("bucket", 0) };
+	struct dv_hierarchy *h = make(t, 2, DV_VERIFY_FILL);
+	struct dv_shard_ref r = ref_a();
+	struct dv_object o;
+
+	fake_remote_faults(t[1], -EACCES, 0, 0);
+	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), -EACCES);
+	ck_assert_uint_eq(fstate.calls, 0);
+	/* Unreachable is another matter: the origin serves. */
+	fake_remote_faults(t[1], -ETIMEDOUT, 0, 0);
+	ck_assert_int_eq(dv_hierarchy_get_or_fetch(h, &r, &fetcher, &o), 0);
+	ck_assert_uint_eq(fstate.calls, 1);
+	dv_object_release(&o);
+	dv_hierarchy_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hierarchy");
@@ -715,6 +785,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_b1_threads_one_fetch);
 	tcase_add_test(tc, test_b4_sigkill_in_fetcher);
 	tcase_add_test(tc, test_b4_live_staging_kept);
+	tcase_add_test(tc, test_b5_upload_in_background);
+	tcase_add_test(tc, test_b5_failed_upload_retried_not_fatal);
+	tcase_add_test(tc, test_remote_auth_error_is_eacces);
 	suite_add_tcase(s, tc);
 	return s;
 }
