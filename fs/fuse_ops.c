@@ -23,6 +23,7 @@
 #include "../config/log.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
+#include "passthrough.h"
 #include "status.h"
 
 #define XATTR_HASH "user.datavo.content_hash"
@@ -268,25 +269,25 @@ static void open_status(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-static void try_passthrough(fuse_req_t req, struct dv_fs *fs,
+static void try_passthrough(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 			    struct handle *hd, struct fuse_file_info *fi)
 {
-#ifdef FUSE_CAP_PASSTHROUGH
 	int id;
 
 	if (!fs->passthrough || hd->obj.fd < 0)
 		return;
-	id = fuse_passthrough_open(req, hd->obj.fd);
-	if (id > 0) {
-		hd->backing_id = id;
-		fi->backing_id = id;
-		/* With keep_cache the kernel failed passthrough reads (EIO). */
-		fi->keep_cache = 0;
+	id = dv_backing_get(req, ino, hd->obj.fd);
+	if (id < 0) {
+		dv_warn("passthrough refused for %s (%s); reading through the daemon",
+			hd->obj.path, strerror(-id));
 		return;
 	}
-	dv_warn("passthrough refused for %s (%d); reading through the daemon",
-		hd->obj.path, id);
+	hd->backing_id = id;
+#ifdef FUSE_CAP_PASSTHROUGH
+	fi->backing_id = id;
 #endif
+	/* With keep_cache the kernel failed passthrough reads (EIO). */
+	fi->keep_cache = 0;
 }
 
 static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -332,9 +333,11 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	dv_stat_add(&fs->open_files, 1);
 	fi->fh = (uint64_t)(uintptr_t)hd;
 	fi->keep_cache = 1;
-	try_passthrough(req, fs, hd, fi);
+	try_passthrough(req, fs, ino, hd, fi);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* The opener was interrupted: nobody will release this. */
+		if (hd->backing_id > 0)
+			dv_backing_put(req, ino);
 		dv_object_release(&hd->obj);
 		dv_stat_add(&fs->open_files, (uint64_t)-1);
 		free(hd);
@@ -402,10 +405,8 @@ static void dv_release(fuse_req_t req, fuse_ino_t ino,
 	if (hd->text) {
 		free(hd->text);
 	} else {
-#ifdef FUSE_CAP_PASSTHROUGH
 		if (hd->backing_id > 0)
-			fuse_passthrough_close(req, hd->backing_id);
-#endif
+			dv_backing_put(req, ino);
 		dv_object_release(&hd->obj);
 		dv_stat_add(&fs_of(req)->open_files, (uint64_t)-1);
 	}

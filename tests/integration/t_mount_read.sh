@@ -80,7 +80,8 @@ for i in $(seq 1 16); do
 	pids+=($!)
 done
 wait "${pids[@]}"
-assert_eq "$(cut -d' ' -f1 "$out"/* | sort -u)" "$want" "sixteen readers get sixteen correct copies"
+assert_eq "$(cat "$out"/* | cut -d' ' -f1 | sort | uniq -c | awk '{ print $1, $2 }')" "16 $want" \
+	"sixteen readers get sixteen correct copies"
 assert_eq "$(nginx_count "GET /shards/$v0")" 1 "sixteen readers, one GET"
 
 # --- two daemons sharing one tier directory ----------------------------------
@@ -96,7 +97,8 @@ for i in 1 2 3 4; do
 	pids+=($!)
 done
 wait "${pids[@]}"
-assert_eq "$(cut -d' ' -f1 "$out"/a* "$out"/b* | sort -u)" "$want" "both daemons serve the right bytes"
+assert_eq "$(cat "$out"/a* "$out"/b* | cut -d' ' -f1 | sort | uniq -c | awk '{ print $1, $2 }')" "8 $want" \
+	"both daemons serve the right bytes, eight times"
 assert_eq "$(nginx_count "GET /shards/$v1")" 1 "two daemons on one tier, one GET"
 dv_umount "$mnt2"
 
