@@ -185,20 +185,4 @@ int dv_http_buf_append(void *arg, const void *buf, size_t len);
 /* Hands the data (malloc'd, NUL-terminated, never NULL on 0) to the caller. */
 int dv_http_buf_take(struct dv_http_buf *b, char **out, size_t *len);
 
-/*
- * The origin backends, dispatched to by dv_origin_new() (origin.c) and
- * called by nothing else. Same contract as dv_origin_new(). Declared here
- * because tiers/origin.h is the public interface and has no backend section.
- */
-struct dv_origin;
-int dv_origin_http_new(const char *url, const struct dv_http_config *http,
-		       struct dv_origin **out, char *err, size_t errlen);
-int dv_origin_file_new(const char *url, const struct dv_http_config *http,
-		       struct dv_origin **out, char *err, size_t errlen);
-/*
- * True when a document path may be appended to an origin: not empty, no
- * leading "/", no "..", no "//", only [A-Za-z0-9._/-].
- */
-bool dv_origin_relpath_ok(const char *relpath);
-
 #endif

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "http.h"
+#include "origin_impl.h"
 
 typedef int (*origin_new_fn)(const char *url, const struct dv_http_config *http,
 			     struct dv_origin **out, char *err, size_t errlen);

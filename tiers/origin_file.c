@@ -23,6 +23,7 @@
 #include "../config/log.h"
 #include "../config/util.h"
 #include "http.h"
+#include "origin_impl.h"
 #include "origin.h"
 #include "sink.h"
 

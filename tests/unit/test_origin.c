@@ -21,6 +21,7 @@
 
 #include "../../config/log.h"
 #include "../../tiers/http.h"
+#include "../../tiers/origin_impl.h"
 #include "../../tiers/origin.h"
 #include "../../tiers/sink.h"
 #include "helpers.h"
