@@ -30,11 +30,9 @@ read_all() { for f in "$@"; do dd if="$f" of=/dev/null bs=1M status=none; done; 
 src=$(dv_tmp src)
 origin=$(dv_tmp origin)
 per=$((total_mib / nshards))
-for i in $(seq 0 $((nshards - 1))); do
-	head -c "${per}M" /dev/urandom >"$src/$(printf 'shard-%06d.tar' "$i")"
-done
+mktars "$src" "$nshards" --kb $((per * 1024)) --seed 11
 publish bench/data "$src" "$origin" || bail "publish"
-bytes=$((per * nshards * 1024 * 1024))
+bytes=$(cat "$src"/*.tar | wc -c)
 nginx_start "$origin" || bail "nginx"
 hashes=$(python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.load(open(sys.argv[1]))["shards"]]' \
 	"$origin/bench/data/manifest.json")

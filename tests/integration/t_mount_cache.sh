@@ -29,10 +29,13 @@ mnt=$(dv_tmp mnt)
 dv_mount "$NGINX_URL" "$mnt" "config=$cfg" || bail "mount"
 cat "$mnt"/demo/train/*.tar >/dev/null
 assert_eq "$(nginx_count 'GET /shards/')" 8 "first pass: eight GETs"
+inodes=$(stat -c '%n %i' "$mnt"/demo "$mnt"/demo/train "$mnt"/demo/train/*.tar)
 dv_umount "$mnt"
 
 # --- B8: a remount reuses the tier ------------------------------------------
 dv_mount "$NGINX_URL" "$mnt" "config=$cfg" || bail "remount"
+assert_eq "$(stat -c '%n %i' "$mnt"/demo "$mnt"/demo/train "$mnt"/demo/train/*.tar)" "$inodes" \
+	"inode numbers are stable across remounts"
 ok=1
 for f in "$src"/*.tar; do
 	[ "$(sha256sum <"$mnt/demo/train/$(basename "$f")")" = "$(sha256sum <"$f")" ] || ok=0
