@@ -26,6 +26,8 @@
 #include "../config/util.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
+#include "metrics.h"
+#include "status.h"
 
 struct cli {
 	const char *pos[2];
@@ -36,6 +38,8 @@ struct cli {
 	char *state_dir;
 	char *log_level;
 	char *manifest_ttl;
+	char *metrics;           /* -o metrics=ADDR:PORT */
+	int metrics_default;     /* -o metrics */
 	int no_passthrough;
 	int help;
 	int version;
@@ -52,6 +56,8 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("state_dir=%s", state_dir),
 	CLI_OPT("log_level=%s", log_level),
 	CLI_OPT("manifest_ttl=%s", manifest_ttl),
+	CLI_OPT("metrics=%s", metrics),
+	CLI_OPT("metrics", metrics_default),
 	CLI_OPT("no_passthrough", no_passthrough),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -79,6 +85,8 @@ static void usage(const char *prog)
 	       "    -o config=PATH         shards.yaml (default: /etc/datavo/shards.yaml,\n"
 	       "                           then ~/.config/datavo/shards.yaml, then built in)\n"
 	       "    -o manifest_ttl=SECS   manifest refresh interval (default 60)\n"
+	       "    -o metrics[=ADDR:PORT] Prometheus metrics (default 127.0.0.1:9110;\n"
+	       "                           PORT alone is on 127.0.0.1; off disables)\n"
 	       "    -o verify=MODE         fill (default), always or off\n"
 	       "    -o state_dir=PATH      where manifests are cached\n"
 	       "    -o log_level=LEVEL     error, warning (default), info, debug\n"
@@ -199,6 +207,25 @@ static char *state_dir_for(const struct dv_config *cfg, const char *origin)
 	return out;
 }
 
+/*
+ * The exporter binds now, before the daemon forks, so that a port in use
+ * fails the mount on the terminal: -o metrics[=…] wins over the config.
+ */
+static int setup_metrics(struct cli *cli, struct dv_fs *fs)
+{
+	const char *spec = cli->metrics ? cli->metrics :
+			   cli->metrics_default ? "" : fs->cfg->metrics;
+	char err[512];
+
+	if (!spec || dv_metrics_spec_is_off(spec))
+		return 0;
+	if (dv_metrics_listen(fs, spec, &fs->metrics, err, sizeof(err))) {
+		fprintf(stderr, "datavofs: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int setup_fs(struct cli *cli, struct dv_fs *fs)
 {
 	struct dv_ns_options nso;
@@ -248,11 +275,12 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 	fs->entry_timeout = fs->cfg->manifest_ttl < 60 ? fs->cfg->manifest_ttl : 60;
 	fs->want_passthrough = !cli->no_passthrough;
 	fs->started = (uint64_t)time(NULL);
-	return 0;
+	return setup_metrics(cli, fs);
 }
 
 static void teardown_fs(struct dv_fs *fs)
 {
+	dv_metrics_free(fs->metrics);
 	dv_ns_free(fs->ns);
 	dv_hierarchy_free(fs->hier);
 	dv_origin_free(fs->origin);
@@ -280,6 +308,8 @@ static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 		dv_log_set_sink(syslog_sink);
 	}
 	dv_info("mounted %s on %s", fs->origin->url, opts->mountpoint);
+	if (fs->metrics)
+		dv_metrics_start(fs->metrics);
 	lc = fuse_loop_cfg_create();
 	if (!lc)
 		goto out_unmount;
@@ -308,13 +338,19 @@ int main(int argc, char *argv[])
 
 	/* libcurl runs with NOSIGNAL: a peer closing must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A shell starts background jobs with SIGINT ignored, and libfuse
+	 * leaves an ignored signal alone: SIGINT must unmount all the same.
+	 */
+	signal(SIGINT, SIG_DFL);
 	if (fuse_opt_parse(&args, &cli, cli_opts, opt_proc))
 		return 1;
 	if (cli.help || cli.version) {
 		if (cli.help)
 			usage(argv[0]);
 		else
-			printf("datavofs 0.1 (libfuse %s)\n", fuse_pkgversion());
+			printf("datavofs %s (libfuse %s)\n", DV_VERSION,
+			       fuse_pkgversion());
 		fuse_opt_free_args(&args);
 		return 0;
 	}
@@ -351,5 +387,6 @@ out:
 	free(cli.state_dir);
 	free(cli.log_level);
 	free(cli.manifest_ttl);
+	free(cli.metrics);
 	return ret;
 }
