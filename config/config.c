@@ -1,30 +1,25 @@
 /*
- * shards.yaml → struct dv_config.
+ * shards.yaml: finding, reading and owning a configuration (config.h).
  *
- * libyaml's document API loads the whole file first, so every node knows
- * its line; the walk over the tree is table-driven: one table of keys for
- * the top level, one for `http`, one for tier entries (with the tier types
- * that accept each key). Every key has a setter that checks and stores its
- * value. Every error is one line, "FILE:LINE: key 'KEY': what is wrong
- * (what is expected)".
+ * Resolution (R10) tries an explicit path, then the system file, then the
+ * user's, then builds the default of one folder tier; a file is read whole
+ * (bounded) and handed to dv_config_parse() (parse.c). Also here: the one
+ * constructor and destructor of struct dv_config, and the names of the
+ * enums in both directions, so that messages and the parser agree.
  *
- * What it does not do: create directories, probe devices, resolve hosts or
- * open connections. Values are checked for form only; the tiers check that
- * a path is usable when they open it.
+ * What it does not do: look inside YAML (parse.c), create directories or
+ * check that paths are usable (the tiers do when they open them).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
-#include "log.h"
+#include "config_impl.h"
 #include "util.h"
 
 #define SYSTEM_PATH "/etc/datavo/shards.yaml"
@@ -33,16 +28,6 @@
 #define DEFAULT_TIER_NAME "default"
 
 #define CONFIG_MAX_BYTES (1 << 20) /* a shards.yaml is a few hundred bytes */
-#define CHUNK_ALIGN 4096ULL        /* O_DIRECT alignment of stripe chunks */
-#define CHUNK_MAX (1ULL << 30)
-#define SECONDS_MAX 86400
-#define RETRIES_MAX 100
-#define MSG_MAX 512
-
-#define TYPE_BIT(t) (1u << DV_TIER_TYPE_##t)
-#define ALL_TYPES 0x3fu
-#define FOLDER_TYPES (TYPE_BIT(FOLDER) | TYPE_BIT(RAM))
-#define CLOUD_TYPES (TYPE_BIT(S3) | TYPE_BIT(AZURE_BLOB) | TYPE_BIT(GCS))
 
 static const char *const tier_type_names[] = {
 	[DV_TIER_TYPE_FOLDER] = "folder",
@@ -67,38 +52,9 @@ static const char *const source_names[] = {
 	[DV_CONFIG_DEFAULT] = "default",
 };
 
-struct parse_ctx {
-	const char *path;   /* for messages */
-	yaml_document_t *doc;
-	struct dv_config *cfg;
-	const char *prefix; /* "http." while inside the http mapping */
-	const char *text;   /* the whole file, for encoding errors */
-	size_t len;
-	char *err;
-	size_t errlen;
-};
-
-struct field;
-
-/* Checks @val and stores it into @obj; @key is the name for messages. */
-typedef int (*field_set_fn)(struct parse_ctx *ctx, const struct field *f,
-			    const char *key, yaml_node_t *val, void *obj);
-
-struct field {
-	const char *key;
-	field_set_fn set;
-	size_t off;     /* where set() stores, inside obj */
-	unsigned types; /* tier keys: bits of the types that accept the key */
-	uint64_t max;   /* set_uint(): the largest value */
-	bool legacy;    /* accepted but not listed; set() sees null values too */
-};
-
 /* Messages */
 
-static void set_error(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_error(char *err, size_t errlen, const char *fmt, ...)
+void dv_config_set_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -109,995 +65,6 @@ static void set_error(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int fail_line(struct parse_ctx *ctx, size_t line, const char *key,
-		     const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail_line(struct parse_ctx *ctx, size_t line, const char *key,
-		     const char *fmt, ...)
-{
-	char msg[MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (key)
-		set_error(ctx->err, ctx->errlen, "%s:%zu: key '%s': %s",
-			  ctx->path, line, key, msg);
-	else
-		set_error(ctx->err, ctx->errlen, "%s:%zu: %s", ctx->path, line,
-			  msg);
-	return -EINVAL;
-}
-
-static size_t node_line(const yaml_node_t *node)
-{
-	return node->start_mark.line + 1;
-}
-
-#define fail(ctx, node, key, ...) \
-	fail_line(ctx, node_line(node), key, __VA_ARGS__)
-
-static int fail_nomem(struct parse_ctx *ctx)
-{
-	set_error(ctx->err, ctx->errlen, "%s: out of memory", ctx->path);
-	return -ENOMEM;
-}
-
-/* Nodes */
-
-static const char *scalar(const yaml_node_t *node)
-{
-	return (const char *)node->data.scalar.value;
-}
-
-static const char *node_kind(const yaml_node_t *node)
-{
-	switch (node->type) {
-	case YAML_SEQUENCE_NODE:
-		return "a list";
-	case YAML_MAPPING_NODE:
-		return "a mapping";
-	default:
-		return "a value";
-	}
-}
-
-/* `key:`, `key: ~`, `key: null`: treated as if the key were absent. */
-static bool is_null(const yaml_node_t *node)
-{
-	const char *s = NULL;
-
-	if (node->type != YAML_SCALAR_NODE ||
-	    node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	s = scalar(node);
-	return *s == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
-	       strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
-}
-
-static yaml_node_t *node_at(struct parse_ctx *ctx, yaml_node_item_t item)
-{
-	return yaml_document_get_node(ctx->doc, item);
-}
-
-/* The value of @key in @map, NULL when absent or null. */
-static yaml_node_t *map_get(struct parse_ctx *ctx, yaml_node_t *map,
-			    const char *key)
-{
-	yaml_node_pair_t *pair;
-	yaml_node_t *k;
-
-	for (pair = map->data.mapping.pairs.start;
-	     pair < map->data.mapping.pairs.top; pair++) {
-		k = node_at(ctx, pair->key);
-		if (k->type == YAML_SCALAR_NODE && strcmp(scalar(k), key) == 0)
-			return is_null(node_at(ctx, pair->value)) ?
-				       NULL :
-				       node_at(ctx, pair->value);
-	}
-	return NULL;
-}
-
-static int get_scalar(struct parse_ctx *ctx, const char *key,
-		      yaml_node_t *val, const char **out)
-{
-	if (val->type != YAML_SCALAR_NODE)
-		return fail(ctx, val, key, "expected a single value, found %s",
-			    node_kind(val));
-	/* "\0" in a double-quoted string would silently cut the value. */
-	if (strlen(scalar(val)) != val->data.scalar.length)
-		return fail(ctx, val, key, "contains a NUL byte");
-	*out = scalar(val);
-	return 0;
-}
-
-/* Values */
-
-/* A non-negative decimal number; strtod alone would take hex, inf, nan. */
-static int parse_price(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!*s || strspn(s, "0123456789.eE+") != strlen(s))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < 0)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static bool has_http_scheme(const char *s)
-{
-	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
-}
-
-static bool valid_origin(const char *s)
-{
-	return has_http_scheme(s) || strncmp(s, "file://", 7) == 0 ||
-	       strncmp(s, "s3://", 5) == 0 || s[0] == '/';
-}
-
-static const char *type_article(enum dv_tier_type type)
-{
-	return type == DV_TIER_TYPE_S3 || type == DV_TIER_TYPE_AZURE_BLOB ?
-		       "an" :
-		       "a";
-}
-
-/* Setters: each checks one value and stores it at f->off in obj. */
-
-static char **str_slot(void *obj, const struct field *f)
-{
-	return (char **)((char *)obj + f->off);
-}
-
-static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
-{
-	char *copy = strdup(s);
-
-	if (!copy)
-		return fail_nomem(ctx);
-	free(*slot);
-	*slot = copy;
-	return 0;
-}
-
-static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
-			   yaml_node_t *val, const char **out)
-{
-	int ret = get_scalar(ctx, key, val, out);
-
-	if (ret == 0 && **out == '\0')
-		return fail(ctx, val, key,
-			    "is empty (give a value or remove the key)");
-	return ret;
-}
-
-static int set_string(struct parse_ctx *ctx, const struct field *f,
-		      const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-/* URLs are not echoed: a pasted one may carry a SAS signature. */
-static int set_url(struct parse_ctx *ctx, const struct field *f,
-		   const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!has_http_scheme(s))
-		return fail(ctx, val, key,
-			    "is not a URL (use one that starts with https:// or http://)");
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-static int set_origin(struct parse_ctx *ctx, const struct field *f,
-		      const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!valid_origin(s))
-		return fail(ctx, val, key,
-			    "is not an origin (use http://, https://, file://, s3://BUCKET/PREFIX or an absolute path)");
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-/* R12: ~ and $VAR expand; the result must be absolute (the daemon chdirs). */
-static int expand_value(struct parse_ctx *ctx, const char *key,
-			yaml_node_t *val, const char *s, char **out)
-{
-	int ret = dv_expand_path(s, out);
-
-	if (ret == -ENOENT)
-		return fail(ctx, val, key,
-			    "'%.128s' uses an environment variable that is not set (set it, or HOME for ~, or write the path out)",
-			    s);
-	if (ret == -ENAMETOOLONG)
-		return fail(ctx, val, key, "'%.128s' is too long once expanded",
-			    s);
-	if (ret == -ENOMEM)
-		return fail_nomem(ctx);
-	if (ret < 0)
-		return fail(ctx, val, key,
-			    "'%.128s' has a malformed ${...} (use $VAR or ${VAR})",
-			    s);
-	if ((*out)[0] != '/') {
-		free(*out);
-		*out = NULL;
-		return fail(ctx, val, key,
-			    "'%.128s' is not an absolute path (start it with /, ~/ or $VAR)",
-			    s);
-	}
-	return 0;
-}
-
-static int set_path(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	char **slot = str_slot(obj, f);
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	free(*slot);
-	*slot = NULL;
-	return expand_value(ctx, key, val, s, slot);
-}
-
-static int parse_size_value(struct parse_ctx *ctx, const char *key,
-			    yaml_node_t *val, uint64_t *out)
-{
-	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (s[0] == '-')
-		return fail(ctx, val, key,
-			    "'%.64s' is negative (use 0 for unbounded, or a positive size)",
-			    s);
-	ret = dv_parse_size(s, out);
-	if (ret == -ERANGE)
-		return fail(ctx, val, key,
-			    "'%.64s' is too large (a size must fit in 64 bits)",
-			    s);
-	if (ret < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a size (use an integer or a suffix B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)",
-			    s);
-	return 0;
-}
-
-static int set_size(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	return parse_size_value(ctx, key, val,
-				(uint64_t *)((char *)obj + f->off));
-}
-
-static int set_chunk(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj)
-{
-	uint64_t v;
-	int ret = parse_size_value(ctx, key, val, &v);
-
-	if (ret < 0)
-		return ret;
-	if (v == 0 || v % CHUNK_ALIGN || v > CHUNK_MAX)
-		return fail(ctx, val, key,
-			    "%llu bytes is not a valid chunk size (use a multiple of 4096 from 4KiB to 1GiB)",
-			    (unsigned long long)v);
-	*(uint64_t *)((char *)obj + f->off) = v;
-	return 0;
-}
-
-static int set_bool(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_bool(s, (bool *)((char *)obj + f->off)) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a boolean (use true or false)", s);
-	return 0;
-}
-
-static int set_uint(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	uint64_t v;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_uint(s, f->max, &v) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a whole number from 0 to %llu",
-			    s, (unsigned long long)f->max);
-	*(unsigned *)((char *)obj + f->off) = (unsigned)v;
-	return 0;
-}
-
-static int set_name(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!dv_valid_name_part(s))
-		return fail(ctx, val, key,
-			    "'%.64s' is not a tier name (use letters, digits, '.', '_' and '-')",
-			    s);
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-/* The type was read before the walk (it decides which keys are valid). */
-static int set_type(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	return 0;
-}
-
-static int add_device(struct parse_ctx *ctx, const char *key,
-		      yaml_node_t *item, char **devices, size_t i)
-{
-	const char *s = NULL;
-	size_t j;
-	int ret = nonempty_scalar(ctx, key, item, &s);
-
-	if (ret < 0)
-		return ret;
-	ret = expand_value(ctx, key, item, s, &devices[i]);
-	for (j = 0; ret == 0 && j < i; j++) {
-		if (strcmp(devices[i], devices[j]) == 0)
-			return fail(ctx, item, key, "'%.128s' is listed twice",
-				    devices[i]);
-	}
-	return ret;
-}
-
-static int set_devices(struct parse_ctx *ctx, const struct field *f,
-		       const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_tier_config *t = obj;
-	yaml_node_item_t *items;
-	size_t i, n;
-	int ret = 0;
-
-	if (val->type == YAML_SCALAR_NODE && strcmp(scalar(val), "auto") == 0) {
-		t->devices_auto = true;
-		return 0;
-	}
-	if (val->type != YAML_SEQUENCE_NODE)
-		return fail(ctx, val, key,
-			    "expected a list of block devices or 'auto', found %s",
-			    node_kind(val));
-	items = val->data.sequence.items.start;
-	n = (size_t)(val->data.sequence.items.top - items);
-	if (n == 0)
-		return fail(ctx, val, key,
-			    "is an empty list (list block devices, or write auto)");
-	t->devices = calloc(n + 1, sizeof(*t->devices));
-	if (!t->devices)
-		return fail_nomem(ctx);
-	for (i = 0; ret == 0 && i < n; i++)
-		ret = add_device(ctx, key, node_at(ctx, items[i]), t->devices,
-				 i);
-	return ret;
-}
-
-static int set_verify(struct parse_ctx *ctx, const struct field *f,
-		      const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	size_t i;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < sizeof(verify_names) / sizeof(verify_names[0]); i++) {
-		if (strcmp(s, verify_names[i]) == 0) {
-			cfg->verify = (enum dv_verify_mode)i;
-			return 0;
-		}
-	}
-	return fail(ctx, val, key,
-		    "'%.64s' is not a verify mode (use fill, always or off)", s);
-}
-
-static int set_metrics(struct parse_ctx *ctx, const struct field *f,
-		       const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	bool on;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_bool(s, &on) == 0) {
-		free(cfg->metrics);
-		cfg->metrics = NULL;
-		return on ? store_str(ctx, &cfg->metrics,
-				      DV_DEFAULT_METRICS_ADDR) :
-			    0;
-	}
-	if (!dv_valid_addr_port(s))
-		return fail(ctx, val, key,
-			    "'%.64s' is not ADDR:PORT (use e.g. %s, true for that address, or false)",
-			    s, DV_DEFAULT_METRICS_ADDR);
-	return store_str(ctx, &cfg->metrics, s);
-}
-
-static int set_price(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (parse_price(s, &cfg->dollars_per_gb) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a price (use dollars per GB, 0 or more, e.g. 0.09)",
-			    s);
-	return 0;
-}
-
-/* R11 */
-static int set_root(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	dv_warn("%s:%zu: key '%s' is ignored (a legacy key: the origin is the source of truth; set 'origin' instead)",
-		ctx->path, node_line(val), key);
-	return 0;
-}
-
-static int set_http(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj);
-static int set_tiers(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj);
-
-/* Tables */
-
-#define TIER_FIELD(k, fn, member, types_)                                  \
-	{ .key = k, .set = fn, .types = types_,                             \
-	  .off = offsetof(struct dv_tier_config, member) }
-
-static const struct field tier_fields[] = {
-	TIER_FIELD("name", set_name, name, ALL_TYPES),
-	TIER_FIELD("type", set_type, type, ALL_TYPES),
-	TIER_FIELD("max_bytes", set_size, max_bytes, ALL_TYPES),
-	TIER_FIELD("path", set_path, path, FOLDER_TYPES),
-	TIER_FIELD("devices", set_devices, devices, TYPE_BIT(STRIPE)),
-	TIER_FIELD("chunk_bytes", set_chunk, chunk_bytes, TYPE_BIT(STRIPE)),
-	TIER_FIELD("format", set_bool, format, TYPE_BIT(STRIPE)),
-	TIER_FIELD("bucket", set_string, bucket, TYPE_BIT(S3) | TYPE_BIT(GCS)),
-	TIER_FIELD("region", set_string, region, TYPE_BIT(S3)),
-	TIER_FIELD("project", set_string, project, TYPE_BIT(GCS)),
-	TIER_FIELD("container_url", set_url, container_url,
-		   TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("sas_token", set_string, sas_token, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("managed_identity_client_id", set_string,
-		   managed_identity_client_id, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("prefix", set_string, prefix, CLOUD_TYPES),
-	TIER_FIELD("endpoint", set_url, endpoint, CLOUD_TYPES),
-};
-
-#define HTTP_FIELD(k, fn, member, max_)                                    \
-	{ .key = k, .set = fn, .max = max_,                                 \
-	  .off = offsetof(struct dv_http_config, member) }
-
-static const struct field http_fields[] = {
-	HTTP_FIELD("connect_timeout", set_uint, connect_timeout, SECONDS_MAX),
-	HTTP_FIELD("low_speed_time", set_uint, low_speed_time, SECONDS_MAX),
-	HTTP_FIELD("low_speed_limit", set_uint, low_speed_limit, UINT32_MAX),
-	HTTP_FIELD("retries", set_uint, retries, RETRIES_MAX),
-	HTTP_FIELD("ca_file", set_path, ca_file, 0),
-	HTTP_FIELD("ca_path", set_path, ca_path, 0),
-};
-
-#define TOP_FIELD(k, fn, member, max_)                                     \
-	{ .key = k, .set = fn, .max = max_,                                 \
-	  .off = offsetof(struct dv_config, member) }
-
-static const struct field top_fields[] = {
-	TOP_FIELD("tiers", set_tiers, tiers, 0),
-	TOP_FIELD("origin", set_origin, origin, 0),
-	TOP_FIELD("verify", set_verify, verify, 0),
-	TOP_FIELD("manifest_ttl", set_uint, manifest_ttl, UINT32_MAX),
-	TOP_FIELD("metrics", set_metrics, metrics, 0),
-	TOP_FIELD("dollars_per_gb", set_price, dollars_per_gb, 0),
-	TOP_FIELD("state_dir", set_path, state_dir, 0),
-	TOP_FIELD("http", set_http, http, 0),
-	{ .key = "root", .set = set_root, .legacy = true },
-};
-
-#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
-
-/* The walk */
-
-static const struct field *find_field(const struct field *fields, size_t n,
-				      const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (strcmp(fields[i].key, key) == 0)
-			return &fields[i];
-	}
-	return NULL;
-}
-
-/* "name, type, max_bytes, path": the keys valid for @type (0: all). */
-static void list_keys(const struct field *fields, size_t n, unsigned type,
-		      char *buf, size_t len)
-{
-	size_t i, used = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && used < len; i++) {
-		if (fields[i].legacy || (type && !(fields[i].types & type)))
-			continue;
-		used += (size_t)snprintf(buf + used, len - used, "%s%s",
-					 used ? ", " : "", fields[i].key);
-	}
-}
-
-static int fail_key(struct parse_ctx *ctx, yaml_node_t *k, const char *key,
-		    const struct field *f, const struct field *fields,
-		    size_t n, unsigned type)
-{
-	enum dv_tier_type t = (enum dv_tier_type)__builtin_ctz(type ? type : 1);
-	char valid[256];
-
-	list_keys(fields, n, type, valid, sizeof(valid));
-	if (f)
-		return fail(ctx, k, key,
-			    "not valid for %s %s tier (valid keys: %s)",
-			    type_article(t), dv_tier_type_name(t), valid);
-	return fail(ctx, k, key, "unknown key (valid keys: %s)", valid);
-}
-
-static void key_name(struct parse_ctx *ctx, yaml_node_t *k, char *buf,
-		     size_t len)
-{
-	snprintf(buf, len, "%s%.64s", ctx->prefix ? ctx->prefix : "",
-		 k->type == YAML_SCALAR_NODE ? scalar(k) : "?");
-}
-
-static int check_duplicates(struct parse_ctx *ctx, yaml_node_t *map)
-{
-	yaml_node_pair_t *start = map->data.mapping.pairs.start;
-	yaml_node_pair_t *a, *b;
-	yaml_node_t *ka, *kb;
-	char key[96];
-
-	for (a = start; a < map->data.mapping.pairs.top; a++) {
-		ka = node_at(ctx, a->key);
-		for (b = start; b < a; b++) {
-			kb = node_at(ctx, b->key);
-			if (ka->type != YAML_SCALAR_NODE ||
-			    kb->type != YAML_SCALAR_NODE ||
-			    strcmp(scalar(ka), scalar(kb)) != 0)
-				continue;
-			key_name(ctx, ka, key, sizeof(key));
-			return fail(ctx, ka, key,
-				    "duplicate key (first given on line %zu)",
-				    node_line(kb));
-		}
-	}
-	return 0;
-}
-
-/* @type: the bit of the tier type for tier entries, 0 elsewhere. */
-static int walk_pair(struct parse_ctx *ctx, yaml_node_pair_t *pair,
-		     const struct field *fields, size_t n, unsigned type,
-		     void *obj)
-{
-	yaml_node_t *k = node_at(ctx, pair->key);
-	yaml_node_t *v = node_at(ctx, pair->value);
-	const struct field *f;
-	char key[96];
-
-	key_name(ctx, k, key, sizeof(key));
-	if (k->type != YAML_SCALAR_NODE)
-		return fail(ctx, k, NULL, "a key must be a word, found %s",
-			    node_kind(k));
-	f = find_field(fields, n, scalar(k));
-	if (!f || (type && !(f->types & type)))
-		return fail_key(ctx, k, key, f, fields, n, type);
-	if (is_null(v) && !f->legacy)
-		return 0;
-	return f->set(ctx, f, key, v, obj);
-}
-
-static int walk_pairs(struct parse_ctx *ctx, yaml_node_t *map,
-		      const struct field *fields, size_t n, unsigned type,
-		      void *obj)
-{
-	yaml_node_pair_t *pair;
-	int ret = 0;
-
-	for (pair = map->data.mapping.pairs.start;
-	     ret == 0 && pair < map->data.mapping.pairs.top; pair++)
-		ret = walk_pair(ctx, pair, fields, n, type, obj);
-	return ret;
-}
-
-static int walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
-			const struct field *fields, size_t n, void *obj)
-{
-	int ret = check_duplicates(ctx, map);
-
-	if (ret < 0)
-		return ret;
-	return walk_pairs(ctx, map, fields, n, 0, obj);
-}
-
-static int set_http(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	int ret;
-
-	if (val->type != YAML_MAPPING_NODE)
-		return fail(ctx, val, key,
-			    "expected a mapping (connect_timeout: 10, retries: 4, ...), found %s",
-			    node_kind(val));
-	ctx->prefix = "http.";
-	ret = walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
-			   &cfg->http);
-	ctx->prefix = NULL;
-	return ret;
-}
-
-/* Tiers */
-
-static int parse_type(struct parse_ctx *ctx, yaml_node_t *map,
-		      enum dv_tier_type *out)
-{
-	yaml_node_t *val = map_get(ctx, map, "type");
-	const char *s = NULL;
-	size_t i;
-	int ret;
-
-	*out = DV_TIER_TYPE_FOLDER;
-	if (!val)
-		return 0;
-	ret = get_scalar(ctx, "type", val, &s);
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < NTYPES; i++) {
-		if (strcmp(s, tier_type_names[i]) == 0) {
-			*out = (enum dv_tier_type)i;
-			return 0;
-		}
-	}
-	return fail(ctx, val, "type",
-		    "'%.64s' is not a tier type (use folder, ram, stripe, s3, azure_blob or gcs)",
-		    s);
-}
-
-static int fail_missing(struct parse_ctx *ctx, const struct dv_tier_config *t,
-			const char *key, const char *what)
-{
-	return fail_line(ctx, (size_t)t->line, key,
-			 "missing (%s %s tier needs %s)", type_article(t->type),
-			 dv_tier_type_name(t->type), what);
-}
-
-static int default_ram(struct parse_ctx *ctx, yaml_node_t *map,
-		       struct dv_tier_config *t)
-{
-	if (!map_get(ctx, map, "max_bytes"))
-		t->max_bytes = dv_physical_memory() / 4;
-	if (t->path)
-		return 0;
-	return store_str(ctx, &t->path, DV_DEFAULT_RAM_PATH);
-}
-
-/* Defaults that depend on the type, then the keys a type requires. */
-static int finish_tier(struct parse_ctx *ctx, yaml_node_t *map,
-		       struct dv_tier_config *t)
-{
-	switch (t->type) {
-	case DV_TIER_TYPE_FOLDER:
-		return t->path ? 0 :
-				 fail_missing(ctx, t, "path",
-					      "the directory that holds its shards");
-	case DV_TIER_TYPE_RAM:
-		return default_ram(ctx, map, t);
-	case DV_TIER_TYPE_STRIPE:
-		return t->devices || t->devices_auto ?
-			       0 :
-			       fail_missing(ctx, t, "devices",
-					    "a list of block devices, or auto");
-	case DV_TIER_TYPE_S3:
-	case DV_TIER_TYPE_GCS:
-		return t->bucket ? 0 : fail_missing(ctx, t, "bucket", "a bucket");
-	case DV_TIER_TYPE_AZURE_BLOB:
-		return t->container_url ?
-			       0 :
-			       fail_missing(ctx, t, "container_url",
-					    "a container URL");
-	}
-	return 0;
-}
-
-static int default_name(struct parse_ctx *ctx, struct dv_tier_config *t,
-			size_t index)
-{
-	if (t->name)
-		return 0;
-	if (asprintf(&t->name, "%s%zu", dv_tier_type_name(t->type), index) < 0) {
-		t->name = NULL;
-		return fail_nomem(ctx);
-	}
-	return 0;
-}
-
-static int parse_tier(struct parse_ctx *ctx, yaml_node_t *map, size_t index,
-		      struct dv_tier_config *t)
-{
-	int ret;
-
-	if (map->type != YAML_MAPPING_NODE)
-		return fail(ctx, map, "tiers",
-			    "entry %zu is %s, not a mapping (write each tier as '- path: ...' with one key per line)",
-			    index, node_kind(map));
-	t->line = (int)node_line(map);
-	t->chunk_bytes = DV_DEFAULT_CHUNK_BYTES;
-	ret = check_duplicates(ctx, map);
-	if (ret == 0)
-		ret = parse_type(ctx, map, &t->type);
-	if (ret == 0)
-		ret = walk_pairs(ctx, map, tier_fields, NFIELDS(tier_fields),
-				 1u << t->type, t);
-	if (ret == 0)
-		ret = finish_tier(ctx, map, t);
-	if (ret == 0)
-		ret = default_name(ctx, t, index);
-	return ret;
-}
-
-static int check_tier_names(struct parse_ctx *ctx, const struct dv_config *cfg)
-{
-	const struct dv_tier_config *a, *b;
-
-	for (a = cfg->tiers; a < cfg->tiers + cfg->ntiers; a++) {
-		for (b = cfg->tiers; b < a; b++) {
-			if (strcmp(a->name, b->name) == 0)
-				return fail_line(ctx, (size_t)a->line, "name",
-						 "duplicate tier name '%s' (also the name of the tier on line %d)",
-						 a->name, b->line);
-		}
-	}
-	return 0;
-}
-
-/* R6: a remote hit needs a local file to hand to the reader. */
-static int check_folder_tier(struct parse_ctx *ctx, yaml_node_t *list,
-			     const struct dv_config *cfg)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->ntiers; i++) {
-		if (dv_tier_type_is_folder(cfg->tiers[i].type))
-			return 0;
-	}
-	return fail(ctx, list, "tiers",
-		    "no folder-backed tier (add a tier of type folder or ram: remote tiers need a local landing zone)");
-}
-
-static int set_tiers(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	yaml_node_item_t *items;
-	size_t i, n;
-	int ret = 0;
-
-	if (val->type != YAML_SEQUENCE_NODE)
-		return fail(ctx, val, key,
-			    "expected a list of tiers, found %s (start each tier with '- ')",
-			    node_kind(val));
-	items = val->data.sequence.items.start;
-	n = (size_t)(val->data.sequence.items.top - items);
-	if (n == 0)
-		return fail(ctx, val, key,
-			    "is an empty list (at least one tier is required)");
-	cfg->tiers = calloc(n, sizeof(*cfg->tiers));
-	if (!cfg->tiers)
-		return fail_nomem(ctx);
-	cfg->ntiers = n;
-	for (i = 0; ret == 0 && i < n; i++)
-		ret = parse_tier(ctx, node_at(ctx, items[i]), i,
-				 &cfg->tiers[i]);
-	if (ret == 0)
-		ret = check_tier_names(ctx, cfg);
-	if (ret == 0)
-		ret = check_folder_tier(ctx, val, cfg);
-	return ret;
-}
-
-/* Documents */
-
-/* The 1-based line of byte @offset of @text. */
-static size_t count_lines(const char *text, size_t len, size_t offset)
-{
-	size_t i, line = 1;
-
-	for (i = 0; i < offset && i < len; i++)
-		line += text[i] == '\n';
-	return line;
-}
-
-/*
- * The line a user should look at: where libyaml gave up, except for an
- * unterminated key or quoted string, which start on the context's line.
- */
-static size_t syntax_error_line(const yaml_parser_t *parser)
-{
-	const char *context = parser->context;
-
-	if (context && (strstr(context, "simple key") ||
-			strstr(context, "quoted scalar")))
-		return parser->context_mark.line + 1;
-	return parser->problem_mark.line + 1;
-}
-
-static int syntax_error(struct parse_ctx *ctx, const yaml_parser_t *parser)
-{
-	const char *problem = parser->problem ? parser->problem : "error";
-	size_t line = syntax_error_line(parser);
-
-	if (parser->error == YAML_MEMORY_ERROR)
-		return fail_nomem(ctx);
-	if (parser->error == YAML_READER_ERROR)
-		return fail_line(ctx, count_lines(ctx->text, ctx->len,
-						  parser->problem_offset),
-				 NULL,
-				 "not UTF-8 text: %s at byte %zu", problem,
-				 parser->problem_offset);
-	if (parser->context)
-		return fail_line(ctx, line, NULL,
-				 "YAML syntax error: %s (%s on line %zu)",
-				 problem, parser->context,
-				 parser->context_mark.line + 1);
-	return fail_line(ctx, line, NULL, "YAML syntax error: %s", problem);
-}
-
-/* A second document ("---") would be silently dropped: refuse it. */
-static int check_single_document(struct parse_ctx *ctx, yaml_parser_t *parser)
-{
-	yaml_document_t extra;
-	yaml_node_t *root;
-	int ret = 0;
-
-	if (!yaml_parser_load(parser, &extra))
-		return syntax_error(ctx, parser);
-	root = yaml_document_get_root_node(&extra);
-	if (root)
-		ret = fail(ctx, root, NULL,
-			   "a second YAML document starts here (keep one document per file)");
-	yaml_document_delete(&extra);
-	return ret;
-}
-
-/* On success *@doc must be deleted by the caller. */
-static int load_document(struct parse_ctx *ctx, const char *text, size_t len,
-			 yaml_document_t *doc)
-{
-	yaml_parser_t parser;
-	int ret = 0;
-
-	if (!yaml_parser_initialize(&parser))
-		return fail_nomem(ctx);
-	ctx->text = text;
-	ctx->len = len;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	/* On failure the loader deletes the partial document itself. */
-	if (!yaml_parser_load(&parser, doc)) {
-		ret = syntax_error(ctx, &parser);
-		goto out;
-	}
-	ret = check_single_document(ctx, &parser);
-	if (ret < 0)
-		yaml_document_delete(doc);
-out:
-	yaml_parser_delete(&parser);
-	return ret;
-}
-
-static struct dv_config *config_new(void)
-{
-	struct dv_config *cfg = calloc(1, sizeof(*cfg));
-
-	if (!cfg)
-		return NULL;
-	cfg->source = DV_CONFIG_EXPLICIT;
-	cfg->verify = DV_VERIFY_FILL;
-	cfg->manifest_ttl = DV_DEFAULT_MANIFEST_TTL;
-	cfg->dollars_per_gb = DV_DEFAULT_DOLLARS_PER_GB;
-	cfg->http.connect_timeout = 10;
-	cfg->http.low_speed_time = 30;
-	cfg->http.low_speed_limit = 1024;
-	cfg->http.retries = 4;
-	return cfg;
-}
-
-static int parse_root(struct parse_ctx *ctx, yaml_node_t *root)
-{
-	int ret;
-
-	if (!root)
-		return fail_line(ctx, 1, "tiers",
-				 "missing: the file is empty (a non-empty list of tiers is required)");
-	if (root->type != YAML_MAPPING_NODE)
-		return fail(ctx, root, NULL,
-			    "expected a mapping of keys such as 'tiers:', found %s",
-			    node_kind(root));
-	ret = walk_mapping(ctx, root, top_fields, NFIELDS(top_fields),
-			   ctx->cfg);
-	if (ret == 0 && !ctx->cfg->tiers)
-		ret = fail(ctx, root, "tiers",
-			   "missing (a non-empty list of tiers is required)");
-	return ret;
-}
-
-int dv_config_parse(const char *text, size_t len, const char *path,
-		    struct dv_config **out, char *err, size_t errlen)
-{
-	struct parse_ctx ctx = { .path = path ? path : "<config>",
-				 .err = err, .errlen = errlen };
-	yaml_document_t doc;
-	int ret;
-
-	*out = NULL;
-	ctx.cfg = config_new();
-	if (!ctx.cfg)
-		return fail_nomem(&ctx);
-	ret = load_document(&ctx, text, len, &doc);
-	if (ret < 0)
-		goto out_free;
-	ctx.doc = &doc;
-	ret = parse_root(&ctx, yaml_document_get_root_node(&doc));
-	yaml_document_delete(&doc);
-	if (ret < 0)
-		goto out_free;
-	*out = ctx.cfg;
-	return 0;
-out_free:
-	dv_config_free(ctx.cfg);
-	return ret;
-}
-
 /* Files */
 
 static int read_text(const char *path, char **text, size_t *len, char *err,
@@ -1106,14 +73,16 @@ static int read_text(const char *path, char **text, size_t *len, char *err,
 	int ret = dv_read_file(path, CONFIG_MAX_BYTES, text, len);
 
 	if (ret == -EFBIG)
-		set_error(err, errlen, "%s: too large (a config is at most %d bytes)",
-			  path, CONFIG_MAX_BYTES);
+		dv_config_set_error(err, errlen,
+				    "%s: too large (a config is at most %d bytes)",
+				    path, CONFIG_MAX_BYTES);
 	else if (ret == -EISDIR || ret == -EINVAL)
-		set_error(err, errlen,
-			  "%s: not a regular file (expected a YAML file)", path);
+		dv_config_set_error(err, errlen,
+				    "%s: not a regular file (expected a YAML file)",
+				    path);
 	else if (ret < 0)
-		set_error(err, errlen, "%s: cannot read: %s", path,
-			  strerror(-ret));
+		dv_config_set_error(err, errlen, "%s: cannot read: %s", path,
+				    strerror(-ret));
 	return ret;
 }
 
@@ -1136,7 +105,7 @@ int dv_config_load_file(const char *path, struct dv_config **out, char *err,
 	if (!(*out)->path) {
 		dv_config_free(*out);
 		*out = NULL;
-		set_error(err, errlen, "%s: out of memory", path);
+		dv_config_set_error(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	return 0;
@@ -1203,19 +172,19 @@ static int default_tier_path(char **path, char *err, size_t errlen)
 	int ret = dv_expand_path(dir, path);
 
 	if (ret == -ENOMEM) {
-		set_error(err, errlen, "out of memory");
+		dv_config_set_error(err, errlen, "out of memory");
 		return ret;
 	}
 	if (ret < 0) {
-		set_error(err, errlen,
-			  "default tier: cannot expand '%.128s' (set DATAVO_SHARD_CACHE_DIR to an absolute path, or HOME)",
-			  dir);
+		dv_config_set_error(err, errlen,
+				    "default tier: cannot expand '%.128s' (set DATAVO_SHARD_CACHE_DIR to an absolute path, or HOME)",
+				    dir);
 		return ret;
 	}
 	if ((*path)[0] != '/') {
-		set_error(err, errlen,
-			  "default tier: DATAVO_SHARD_CACHE_DIR='%.128s' is not an absolute path",
-			  *path);
+		dv_config_set_error(err, errlen,
+				    "default tier: DATAVO_SHARD_CACHE_DIR='%.128s' is not an absolute path",
+				    *path);
 		free(*path);
 		*path = NULL;
 		return -EINVAL;
@@ -1225,7 +194,7 @@ static int default_tier_path(char **path, char *err, size_t errlen)
 
 int dv_config_default(struct dv_config **out, char *err, size_t errlen)
 {
-	struct dv_config *cfg = config_new();
+	struct dv_config *cfg = dv_config_new();
 	struct dv_tier_config *t;
 	int ret = -ENOMEM;
 
@@ -1250,13 +219,30 @@ int dv_config_default(struct dv_config **out, char *err, size_t errlen)
 	*out = cfg;
 	return 0;
 out_nomem:
-	set_error(err, errlen, "out of memory");
+	dv_config_set_error(err, errlen, "out of memory");
 out_free:
 	dv_config_free(cfg);
 	return ret;
 }
 
 /* Lifetime and names */
+
+struct dv_config *dv_config_new(void)
+{
+	struct dv_config *cfg = calloc(1, sizeof(*cfg));
+
+	if (!cfg)
+		return NULL;
+	cfg->source = DV_CONFIG_EXPLICIT;
+	cfg->verify = DV_VERIFY_FILL;
+	cfg->manifest_ttl = DV_DEFAULT_MANIFEST_TTL;
+	cfg->dollars_per_gb = DV_DEFAULT_DOLLARS_PER_GB;
+	cfg->http.connect_timeout = 10;
+	cfg->http.low_speed_time = 30;
+	cfg->http.low_speed_limit = 1024;
+	cfg->http.retries = 4;
+	return cfg;
+}
 
 static void tier_release(struct dv_tier_config *t)
 {
@@ -1321,4 +307,30 @@ const char *dv_verify_mode_name(enum dv_verify_mode mode)
 bool dv_tier_type_is_folder(enum dv_tier_type type)
 {
 	return type == DV_TIER_TYPE_FOLDER || type == DV_TIER_TYPE_RAM;
+}
+
+int dv_config_lookup_tier_type(const char *s, enum dv_tier_type *out)
+{
+	size_t i;
+
+	for (i = 0; i < NTYPES; i++) {
+		if (strcmp(s, tier_type_names[i]) == 0) {
+			*out = (enum dv_tier_type)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int dv_config_lookup_verify_mode(const char *s, enum dv_verify_mode *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(verify_names) / sizeof(verify_names[0]); i++) {
+		if (strcmp(s, verify_names[i]) == 0) {
+			*out = (enum dv_verify_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }

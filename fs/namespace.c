@@ -10,27 +10,18 @@
  *     handed out still answers getattr after a refresh replaced it.
  *   - a directory identity (struct dirinfo): path, inode, and where it is
  *     in the current tree. Also kept for the life of the namespace.
- * An open-addressing table maps every inode to its dirinfo or (dsver,
- * shard); readers hold the read lock, and only commits take the write lock,
- * for pointer swaps and table inserts: no I/O ever happens under it. The
- * price of "every inode stays valid": each new revision seen during one
- * mount stays in memory (about 170 bytes a shard) until the unmount.
+ * Readers hold the read lock, and only commits take the write lock, for
+ * pointer swaps and inode table inserts: no I/O ever happens under it.
  *
- * Inodes are XXH3-64 of the directory path, or of "<path>/<name>\0<hash>"
- * for a shard, so they survive remounts; values below DV_NS_FIRST_INO are
- * moved up, and a collision probes to the next free number (in the
- * deterministic order of commits).
- *
- * Disk cache: STATE/origin/<relpath> mirrors each accepted document with a
- * one-line header "datavo-cache/1 <etag>\n"; its mtime is the document's
- * fetch time, which is what stat shows. Bad documents are never cached.
+ * This file: trees, refresh, pins, lookup, readdir and the API. Inode
+ * numbers and the inode table are in ns_inodes.c; reading documents from
+ * the origin and the disk cache in ns_cache.c (shared types: ns_impl.h).
  *
  * Not here: payload (the tree never reads shards), FUSE replies (fuse_ops.c).
  */
 #include "namespace.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,36 +31,7 @@
 #include "../config/log.h"
 #include "../config/util.h"
 #include "manifest.h"
-
-#define CACHE_MAGIC "datavo-cache/1 "
-#define DIR_IDX UINT32_MAX        /* an islot of a directory */
-#define MAX_ETAG 512
-#define CACHE_HEAD_MAX (sizeof(CACHE_MAGIC) + MAX_ETAG + 1)
-#define MAX_PATH_KEY 1024         /* "<dataset>@<N>/<name>\0<hash>" fits */
-
-struct dsver;
-struct dir;
-
-/* A directory ever shown. */
-struct dirinfo {
-	uint64_t ino;
-	char *path;               /* "" root, "demo/train", "demo/train@1" */
-	const char *name;         /* last part of path */
-	struct dsver *pin;        /* a pin's manifest, set once */
-	struct dir *cur;          /* in the current tree; protected by lock */
-	time_t mtime;             /* protected by lock */
-};
-
-/* One accepted manifest. Immutable once committed. */
-struct dsver {
-	struct dv_manifest *m;
-	char *path;               /* "demo/train" or "demo/train@1" */
-	uint64_t *inos;           /* per shard of m */
-	uint32_t id;              /* in ns->vers once committed */
-	bool committed;
-	time_t mtime;
-	XXH128_hash_t digest;     /* of the raw document */
-};
+#include "ns_impl.h"
 
 /* A directory of one tree. */
 struct dir {
@@ -100,34 +62,6 @@ struct tree {
 	uint64_t ngood;
 };
 
-struct islot {
-	uint64_t ino;             /* 0: free */
-	uint32_t owner;           /* ns->dirs[] or ns->vers[] */
-	uint32_t idx;             /* shard, or DIR_IDX */
-};
-
-struct dv_namespace {
-	struct dv_origin *origin;
-	char *state_dir;
-	unsigned ttl;
-	pthread_rwlock_t lock;
-	pthread_mutex_t refresh_mutex;  /* one refresher at a time */
-	pthread_mutex_t pin_mutex;      /* one pin load at a time */
-	struct tree *cur;               /* protected by lock; replaced only
-					   under refresh_mutex, which may
-					   read it without the lock */
-	struct islot *slots;            /* protected by lock */
-	size_t nslots, slots_cap;
-	struct dirinfo **dirs;          /* protected by lock */
-	size_t ndirs, dirs_cap;
-	struct dsver **vers;            /* protected by lock */
-	size_t nvers, vers_cap;
-	uint64_t next_refresh_ms;       /* atomic */
-	uint64_t refreshes;             /* atomic */
-	uint64_t refresh_errors;        /* atomic */
-	uint64_t rejected;              /* atomic */
-};
-
 static void count(uint64_t *c)
 {
 	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
@@ -139,225 +73,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ---- inodes ---- */
-
-static uint64_t ino_fold(uint64_t h)
-{
-	return h < DV_NS_FIRST_INO ? h + DV_NS_FIRST_INO : h;
-}
-
-static size_t slot_home(const struct dv_namespace *ns, uint64_t ino)
-{
-	return (size_t)((ino * 0x9E3779B97F4A7C15ULL) >> 16) &
-	       (ns->slots_cap - 1);
-}
-
-static struct islot *slot_find(const struct dv_namespace *ns, uint64_t ino)
-{
-	size_t i = slot_home(ns, ino);
-
-	while (ns->slots[i].ino) {
-		if (ns->slots[i].ino == ino)
-			return &ns->slots[i];
-		i = (i + 1) & (ns->slots_cap - 1);
-	}
-	return NULL;
-}
-
-/* Only after slots_reserve(); @ino must be absent. */
-static void slot_put(struct dv_namespace *ns, uint64_t ino, uint32_t owner,
-		     uint32_t idx)
-{
-	size_t i = slot_home(ns, ino);
-
-	while (ns->slots[i].ino)
-		i = (i + 1) & (ns->slots_cap - 1);
-	ns->slots[i] = (struct islot){ ino, owner, idx };
-	ns->nslots++;
-}
-
-/* Room for @extra more inodes at a load of at most 3/4. */
-static int slots_reserve(struct dv_namespace *ns, size_t extra)
-{
-	struct islot *old = ns->slots;
-	size_t old_cap = ns->slots_cap, cap = old_cap ? old_cap : 64;
-
-	while ((ns->nslots + extra) * 4 > cap * 3)
-		cap *= 2;
-	if (cap == old_cap)
-		return 0;
-	ns->slots = calloc(cap, sizeof(*ns->slots));
-	if (!ns->slots) {
-		ns->slots = old;
-		return -ENOMEM;
-	}
-	ns->slots_cap = cap;
-	ns->nslots = 0;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (old[i].ino)
-			slot_put(ns, old[i].ino, old[i].owner, old[i].idx);
-	}
-	free(old);
-	return 0;
-}
-
-/* Grows an array of pointers to @need; returns it (maybe moved) or NULL. */
-static void *ptrs_reserve(void *arr, size_t *cap, size_t need)
-{
-	size_t ncap = *cap ? *cap : 16;
-
-	if (need <= *cap)
-		return arr;
-	while (ncap < need)
-		ncap *= 2;
-	arr = reallocarray(arr, ncap, sizeof(void *));
-	if (arr)
-		*cap = ncap;
-	return arr;
-}
-
-/* The identity a shard inode stands for: "<path>/<name>\0<hash>". */
-static size_t shard_key(const char *path, const char *name, const char *hash,
-			char *buf)
-{
-	int n = snprintf(buf, MAX_PATH_KEY, "%s/%s%c%s", path, name, '\0',
-			 hash);
-
-	return n < MAX_PATH_KEY ? (size_t)n : MAX_PATH_KEY - 1;
-}
-
-static bool slot_is_shard(const struct dv_namespace *ns,
-			  const struct islot *s, const struct dsver *v,
-			  const struct dv_manifest_shard *sh)
-{
-	const struct dsver *o;
-	const struct dv_manifest_shard *osh;
-
-	if (s->idx == DIR_IDX)
-		return false;
-	o = ns->vers[s->owner];
-	osh = &o->m->shards[s->idx];
-	return strcmp(o->path, v->path) == 0 &&
-	       strcmp(osh->hash, sh->hash) == 0 &&
-	       strcmp(dv_manifest_name(o->m, osh),
-		      dv_manifest_name(v->m, sh)) == 0;
-}
-
-/* Makes @v's shards findable by inode. Under the write lock. */
-static int dsver_commit(struct dv_namespace *ns, struct dsver *v)
-{
-	struct islot *s;
-	uint64_t ino;
-	void *p;
-
-	if (slots_reserve(ns, v->m->nshards))
-		return -ENOMEM;
-	p = ptrs_reserve(ns->vers, &ns->vers_cap, ns->nvers + 1);
-	if (!p)
-		return -ENOMEM;
-	ns->vers = p;
-	v->id = (uint32_t)ns->nvers;
-	ns->vers[ns->nvers++] = v;
-	v->committed = true;
-	for (size_t i = 0; i < v->m->nshards; i++) {
-		for (ino = v->inos[i];; ino = ino_fold(ino + 1)) {
-			s = slot_find(ns, ino);
-			if (!s) {
-				slot_put(ns, ino, v->id, (uint32_t)i);
-				break;
-			}
-			/* The same shard again (a new manifest): newest wins. */
-			if (slot_is_shard(ns, s, v, &v->m->shards[i])) {
-				s->owner = v->id;
-				s->idx = (uint32_t)i;
-				break;
-			}
-		}
-		v->inos[i] = ino;
-	}
-	return 0;
-}
-
-/* The dirinfo of @path, created on first sight. Under the write lock. */
-static struct dirinfo *dir_intern(struct dv_namespace *ns, const char *path)
-{
-	struct dirinfo *d;
-	struct islot *s;
-	uint64_t ino;
-	void *p;
-
-	if (!*path)
-		return ns->dirs[0];
-	for (ino = ino_fold(XXH3_64bits(path, strlen(path)));;
-	     ino = ino_fold(ino + 1)) {
-		s = slot_find(ns, ino);
-		if (!s)
-			break;
-		if (s->idx == DIR_IDX && !strcmp(ns->dirs[s->owner]->path, path))
-			return ns->dirs[s->owner];
-	}
-	if (slots_reserve(ns, 1))
-		return NULL;
-	p = ptrs_reserve(ns->dirs, &ns->dirs_cap, ns->ndirs + 1);
-	if (!p)
-		return NULL;
-	ns->dirs = p;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return NULL;
-	d->path = strdup(path);
-	if (!d->path) {
-		free(d);
-		return NULL;
-	}
-	d->name = strrchr(d->path, '/') ? strrchr(d->path, '/') + 1 : d->path;
-	d->ino = ino;
-	slot_put(ns, ino, (uint32_t)ns->ndirs, DIR_IDX);
-	ns->dirs[ns->ndirs++] = d;
-	return d;
-}
-
-/* ---- manifest versions ---- */
-
-static void dsver_free(struct dsver *v)
-{
-	if (!v)
-		return;
-	dv_manifest_free(v->m);
-	free(v->path);
-	free(v->inos);
-	free(v);
-}
-
-/* Takes @m (also on failure). NULL on ENOMEM. */
-static struct dsver *dsver_new(struct dv_manifest *m, const char *path,
-			       time_t mtime, XXH128_hash_t digest)
-{
-	struct dsver *v = calloc(1, sizeof(*v));
-	char key[MAX_PATH_KEY];
-
-	if (!v) {
-		dv_manifest_free(m);
-		return NULL;
-	}
-	v->m = m;
-	v->path = strdup(path);
-	v->inos = calloc(m->nshards ? m->nshards : 1, sizeof(uint64_t));
-	if (!v->path || !v->inos) {
-		dsver_free(v);
-		return NULL;
-	}
-	v->mtime = mtime;
-	v->digest = digest;
-	for (size_t i = 0; i < m->nshards; i++) {
-		const struct dv_manifest_shard *s = &m->shards[i];
-		size_t n = shard_key(path, dv_manifest_name(m, s), s->hash, key);
-
-		v->inos[i] = ino_fold(XXH3_64bits(key, n));
-	}
-	return v;
 }
 
 /* ---- trees ---- */
@@ -520,11 +235,11 @@ static int tree_commit(struct dv_namespace *ns, struct tree *t,
 	size_t i;
 
 	for (i = 0; i < npending; i++) {
-		if (dsver_commit(ns, pending[i]))
+		if (dv_ns_dsver_commit(ns, pending[i]))
 			return -ENOMEM;
 	}
 	for (i = 0; i < t->ndirs; i++) {
-		t->dirs[i].info = dir_intern(ns, t->dirs[i].path);
+		t->dirs[i].info = dv_ns_dir_intern(ns, t->dirs[i].path);
 		if (!t->dirs[i].info)
 			return -ENOMEM;
 	}
@@ -538,112 +253,6 @@ static int tree_commit(struct dv_namespace *ns, struct tree *t,
 	}
 	ns->cur = t;
 	return 0;
-}
-
-/* ---- documents: the disk cache and the origin ---- */
-
-struct doc {
-	char *body;
-	size_t len;
-	char *etag;
-	time_t mtime;
-};
-
-static void doc_release(struct doc *d)
-{
-	free(d->body);
-	free(d->etag);
-	memset(d, 0, sizeof(*d));
-}
-
-static int cache_path(const struct dv_namespace *ns, const char *relpath,
-		      char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/origin/%s", ns->state_dir, relpath);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-/* The cached copy of @relpath: 0, -ENOENT, -EBADMSG (damaged). */
-static int cache_read(const struct dv_namespace *ns, const char *relpath,
-		      struct doc *d)
-{
-	char path[PATH_MAX], *nl;
-	size_t hlen = strlen(CACHE_MAGIC);
-	int ret;
-
-	if (!ns->state_dir)
-		return -ENOENT;
-	ret = cache_path(ns, relpath, path, sizeof(path));
-	if (ret == 0)
-		ret = dv_doc_read(path, DV_DOC_MAX + MAX_ETAG, &d->body, &d->len,
-				  &d->mtime);
-	if (ret)
-		return ret;
-	nl = memchr(d->body, '\n',
-		    d->len < CACHE_HEAD_MAX ? d->len : CACHE_HEAD_MAX);
-	if (!nl || strncmp(d->body, CACHE_MAGIC, hlen) != 0) {
-		dv_warn("namespace: ignoring damaged cache file %s", path);
-		doc_release(d);
-		return -EBADMSG;
-	}
-	*nl = '\0';
-	if (nl > d->body + hlen) {
-		d->etag = strdup(d->body + hlen);
-		if (!d->etag) {
-			doc_release(d);
-			return -ENOMEM;
-		}
-	}
-	d->len -= (size_t)(nl + 1 - d->body);
-	memmove(d->body, nl + 1, d->len + 1);
-	return 0;
-}
-
-/* Keeps an accepted document; a failure only costs the next remount. */
-static void cache_write(const struct dv_namespace *ns, const char *relpath,
-			const struct doc *d)
-{
-	char path[PATH_MAX], head[CACHE_HEAD_MAX + 1], *slash;
-	struct iovec iov[2];
-	int ret, n;
-
-	if (!ns->state_dir)
-		return;
-	n = snprintf(head, sizeof(head), "%s%s\n", CACHE_MAGIC,
-		     d->etag && strlen(d->etag) < MAX_ETAG &&
-				     !strchr(d->etag, '\n') ? d->etag : "");
-	ret = cache_path(ns, relpath, path, sizeof(path));
-	if (ret == 0) {
-		slash = strrchr(path, '/');
-		*slash = '\0';
-		ret = dv_mkdir_p(path, 0755);
-		*slash = '/';
-	}
-	iov[0] = (struct iovec){ head, (size_t)n };
-	iov[1] = (struct iovec){ d->body, d->len };
-	if (ret == 0)
-		ret = dv_doc_write_atomic(path, iov, 2, 0644, d->mtime);
-	if (ret)
-		dv_warn("namespace: cannot cache %s: %s", path, strerror(-ret));
-}
-
-/*
- * Gets @relpath from the origin (with @etag: 1 when not modified) or, with
- * @cached, from the disk cache. 0 with @d filled, or -errno.
- */
-static int doc_get(struct dv_namespace *ns, bool cached, const char *relpath,
-		   const char *etag, struct doc *d)
-{
-	int ret;
-
-	memset(d, 0, sizeof(*d));
-	if (cached)
-		return cache_read(ns, relpath, d);
-	ret = dv_origin_get_doc(ns->origin, relpath, etag, &d->body, &d->len,
-				&d->etag);
-	d->mtime = time(NULL);
-	return ret;
 }
 
 /* ---- refresh ---- */
@@ -710,7 +319,7 @@ static int list_accept(struct refresh *r, struct doc *d, char *why,
 		return ret;
 	t->list_mtime = d->mtime;
 	if (!r->cached)
-		cache_write(r->ns, "datasets.json", d);
+		dv_ns_cache_write(r->ns, "datasets.json", d);
 	seen_take(&t->list_seen, d, digest);
 	return 0;
 }
@@ -727,7 +336,7 @@ static int refresh_list(struct refresh *r, char *err, size_t errlen)
 	XXH128_hash_t digest = { 0, 0 };
 	char why[256] = "";
 	struct doc d;
-	int ret = doc_get(r->ns, r->cached, "datasets.json", etag, &d);
+	int ret = dv_ns_doc_get(r->ns, r->cached, "datasets.json", etag, &d);
 
 	if (ret == 0) {
 		digest = XXH3_128bits(d.body, d.len);
@@ -753,7 +362,7 @@ static int refresh_list(struct refresh *r, char *err, size_t errlen)
 	} else if (ret) {
 		ret = ret < 0 ? ret : -EIO;
 	}
-	doc_release(&d);
+	dv_ns_doc_release(&d);
 	return ret;
 }
 
@@ -771,7 +380,7 @@ static struct dsver *manifest_accept(struct refresh *r, const char *name,
 		/* Same bytes under a new ETag: keep the version and its time. */
 		d->mtime = prev->mtime;
 		if (!r->cached)
-			cache_write(r->ns, relpath, d);
+			dv_ns_cache_write(r->ns, relpath, d);
 		return NULL;
 	}
 	if (dv_manifest_parse(d->body, d->len, name, &m, why, sizeof(why))) {
@@ -782,8 +391,8 @@ static struct dsver *manifest_accept(struct refresh *r, const char *name,
 		return NULL;
 	}
 	if (!r->cached)
-		cache_write(r->ns, relpath, d);
-	v = dsver_new(m, name, d->mtime, digest);
+		dv_ns_cache_write(r->ns, relpath, d);
+	v = dv_ns_dsver_new(m, name, d->mtime, digest);
 	if (v)
 		r->pending[r->npending++] = v;
 	return v;
@@ -807,7 +416,8 @@ static struct dsver *refresh_dataset(struct refresh *r, size_t i)
 	int ret;
 
 	snprintf(relpath, sizeof(relpath), "%s/manifest.json", name);
-	ret = doc_get(r->ns, r->cached, relpath, seen ? seen->etag : NULL, &d);
+	ret = dv_ns_doc_get(r->ns, r->cached, relpath,
+			    seen ? seen->etag : NULL, &d);
 	if (ret == 0) {
 		digest = XXH3_128bits(d.body, d.len);
 		if (!seen || !XXH128_isEqual(digest, seen->digest))
@@ -824,7 +434,7 @@ static struct dsver *refresh_dataset(struct refresh *r, size_t i)
 			prev ? "keeping the previous revision" :
 			       "the dataset is hidden");
 	}
-	doc_release(&d);
+	dv_ns_doc_release(&d);
 	return v ? v : prev;
 }
 
@@ -869,7 +479,7 @@ static int refresh(struct dv_namespace *ns, bool cached, char *err,
 out:
 	for (size_t i = 0; i < r.npending; i++) {
 		if (!r.pending[i]->committed)
-			dsver_free(r.pending[i]);
+			dv_ns_dsver_free(r.pending[i]);
 	}
 	free(r.pending);
 	tree_free(r.t);
@@ -920,6 +530,7 @@ static void entry_shard(const struct dsver *v, size_t i,
 	memcpy(e->sha256, s->sha256, sizeof(e->sha256));
 	snprintf(e->dataset, sizeof(e->dataset), "%s", v->path);
 	e->revision = v->m->revision;
+	e->index = s->index;
 	e->mtime = v->mtime;
 }
 
@@ -927,7 +538,7 @@ static void entry_shard(const struct dsver *v, size_t i,
 static int dir_of(const struct dv_namespace *ns, uint64_t ino,
 		  struct dirinfo **out)
 {
-	const struct islot *s = slot_find(ns, ino);
+	const struct islot *s = dv_ns_slot_find(ns, ino);
 
 	if (!s)
 		return -ENOENT;
@@ -984,7 +595,7 @@ static int pin_load(struct dv_namespace *ns, const char *dataset,
 	snprintf(relpath, sizeof(relpath), "%s/revisions/%llu.json", dataset,
 		 (unsigned long long)rev);
 	for (int cached = 1; cached >= 0 && !m; cached--) {
-		ret = doc_get(ns, cached, relpath, NULL, &d);
+		ret = dv_ns_doc_get(ns, cached, relpath, NULL, &d);
 		if (ret == 0)
 			ret = dv_manifest_parse(d.body, d.len, dataset, &m, why,
 						sizeof(why));
@@ -1001,31 +612,15 @@ static int pin_load(struct dv_namespace *ns, const char *dataset,
 				cached ? "cached " : "", relpath, why);
 		}
 		if (ret == 0 && !cached)
-			cache_write(ns, relpath, &d);
+			dv_ns_cache_write(ns, relpath, &d);
 		if (ret == 0)
-			*out = dsver_new(m, pin_path, d.mtime,
-					 XXH3_128bits(d.body, d.len));
-		doc_release(&d);
+			*out = dv_ns_dsver_new(m, pin_path, d.mtime,
+					       XXH3_128bits(d.body, d.len));
+		dv_ns_doc_release(&d);
 	}
 	if (ret == 0 && !*out)
 		return -ENOMEM;
 	return ret == -EINVAL ? -ENOENT : ret;
-}
-
-/* Under the read lock: the pin's dirinfo, if loaded. */
-static struct dirinfo *pin_find(const struct dv_namespace *ns,
-				const char *pin_path)
-{
-	uint64_t ino = ino_fold(XXH3_64bits(pin_path, strlen(pin_path)));
-	const struct islot *s;
-
-	for (;; ino = ino_fold(ino + 1)) {
-		s = slot_find(ns, ino);
-		if (!s)
-			return NULL;
-		if (s->idx == DIR_IDX && !strcmp(ns->dirs[s->owner]->path, pin_path))
-			return ns->dirs[s->owner]->pin ? ns->dirs[s->owner] : NULL;
-	}
 }
 
 /* Looks up pin @name in @parent (a dirinfo lives as long as @ns). */
@@ -1044,7 +639,7 @@ static int pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
 		 (unsigned long long)rev);
 	pthread_mutex_lock(&ns->pin_mutex);
 	pthread_rwlock_rdlock(&ns->lock);
-	d = pin_find(ns, pin_path);
+	d = dv_ns_pin_find(ns, pin_path);
 	if (d)
 		entry_dir(d, out);
 	else if (find_str(ns->cur->datasets, ns->cur->ndatasets, dataset) < 0)
@@ -1056,7 +651,8 @@ static int pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
 	if (ret)
 		goto out;
 	pthread_rwlock_wrlock(&ns->lock);
-	d = dsver_commit(ns, v) == 0 ? dir_intern(ns, pin_path) : NULL;
+	d = dv_ns_dsver_commit(ns, v) == 0 ? dv_ns_dir_intern(ns, pin_path) :
+					     NULL;
 	if (d) {
 		d->pin = v;
 		d->mtime = v->mtime;
@@ -1064,7 +660,7 @@ static int pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
 	}
 	pthread_rwlock_unlock(&ns->lock);
 	if (!v->committed)
-		dsver_free(v);
+		dv_ns_dsver_free(v);
 	ret = d ? 0 : -ENOMEM;
 out:
 	pthread_mutex_unlock(&ns->pin_mutex);
@@ -1113,7 +709,7 @@ int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&ns->lock);
-	s = slot_find(ns, ino);
+	s = dv_ns_slot_find(ns, ino);
 	if (!s)
 		ret = -ENOENT;
 	else if (s->idx == DIR_IDX)
@@ -1196,8 +792,8 @@ void dv_ns_stats(struct dv_namespace *ns, struct dv_ns_stats *out)
 /* The root directory, inode 1, before any tree. */
 static int ns_init(struct dv_namespace *ns, const struct dv_ns_options *opt)
 {
-	struct dirinfo *root = calloc(1, sizeof(*root));
 	pthread_rwlockattr_t attr;
+	int ret;
 
 	ns->origin = opt->origin;
 	ns->ttl = opt->ttl;
@@ -1209,18 +805,9 @@ static int ns_init(struct dv_namespace *ns, const struct dv_ns_options *opt)
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&ns->refresh_mutex, NULL);
 	pthread_mutex_init(&ns->pin_mutex, NULL);
-	ns->dirs = ptrs_reserve(NULL, &ns->dirs_cap, 1);
-	if (!root || !ns->dirs || slots_reserve(ns, 1)) {
-		free(root);
-		return -ENOMEM;
-	}
-	root->ino = DV_NS_ROOT_INO;
-	root->path = strdup("");
-	root->name = root->path;
-	ns->dirs[ns->ndirs++] = root;
-	slot_put(ns, DV_NS_ROOT_INO, 0, DIR_IDX);
-	if (!root->path)
-		return -ENOMEM;
+	ret = dv_ns_inodes_init(ns);
+	if (ret)
+		return ret;
 	if (opt->state_dir) {
 		ns->state_dir = strdup(opt->state_dir);
 		if (!ns->state_dir)
@@ -1271,15 +858,7 @@ void dv_ns_free(struct dv_namespace *ns)
 	if (!ns)
 		return;
 	tree_free(ns->cur);
-	for (size_t i = 0; i < ns->nvers; i++)
-		dsver_free(ns->vers[i]);
-	for (size_t i = 0; i < ns->ndirs; i++) {
-		free(ns->dirs[i]->path);
-		free(ns->dirs[i]);
-	}
-	free(ns->vers);
-	free(ns->dirs);
-	free(ns->slots);
+	dv_ns_inodes_release(ns);
 	free(ns->state_dir);
 	pthread_rwlock_destroy(&ns->lock);
 	pthread_mutex_destroy(&ns->refresh_mutex);

@@ -44,6 +44,7 @@ struct dv_ns_entry {
 	uint8_t sha256[32];       /* shards */
 	char dataset[512];        /* shards and dataset dirs: "demo/train@1" */
 	uint64_t revision;        /* shards */
+	uint64_t index;           /* shards: the manifest's "index" */
 	time_t mtime;             /* manifest time (stable) */
 };
 

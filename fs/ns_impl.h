@@ -1,0 +1,144 @@
+/*
+ * Internals of the namespace (namespace.h), shared by its three files:
+ *   namespace.c  the tree: building, refreshing, lookup, readdir, the API;
+ *   ns_inodes.c  stable inode numbers, the inode table, manifest versions;
+ *   ns_cache.c   documents, from the on-disk cache or the origin.
+ * Private to the namespace: nothing else includes this header.
+ *
+ * Locking: "under the write lock" / "under the read lock" mean ns->lock.
+ */
+#ifndef DV_NS_IMPL_H
+#define DV_NS_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "namespace.h"
+
+#define DIR_IDX UINT32_MAX        /* an islot of a directory */
+
+struct dir;                       /* a directory of one tree (namespace.c) */
+struct tree;                      /* one immutable tree (namespace.c) */
+struct dv_manifest;
+
+/* A directory ever shown. */
+struct dirinfo {
+	uint64_t ino;
+	char *path;               /* "" root, "demo/train", "demo/train@1" */
+	const char *name;         /* last part of path */
+	struct dsver *pin;        /* a pin's manifest, set once */
+	struct dir *cur;          /* in the current tree; protected by lock */
+	time_t mtime;             /* protected by lock */
+};
+
+/* One accepted manifest. Immutable once committed. */
+struct dsver {
+	struct dv_manifest *m;
+	char *path;               /* "demo/train" or "demo/train@1" */
+	uint64_t *inos;           /* per shard of m */
+	uint32_t id;              /* in ns->vers once committed */
+	bool committed;
+	time_t mtime;
+	XXH128_hash_t digest;     /* of the raw document */
+};
+
+struct islot {
+	uint64_t ino;             /* 0: free */
+	uint32_t owner;           /* ns->dirs[] or ns->vers[] */
+	uint32_t idx;             /* shard, or DIR_IDX */
+};
+
+struct dv_namespace {
+	struct dv_origin *origin;
+	char *state_dir;
+	unsigned ttl;
+	pthread_rwlock_t lock;
+	pthread_mutex_t refresh_mutex;  /* one refresher at a time */
+	pthread_mutex_t pin_mutex;      /* one pin load at a time */
+	struct tree *cur;               /* protected by lock; replaced only
+					   under refresh_mutex, which may
+					   read it without the lock */
+	struct islot *slots;            /* protected by lock */
+	size_t nslots, slots_cap;
+	struct dirinfo **dirs;          /* protected by lock */
+	size_t ndirs, dirs_cap;
+	struct dsver **vers;            /* protected by lock */
+	size_t nvers, vers_cap;
+	uint64_t next_refresh_ms;       /* atomic */
+	uint64_t refreshes;             /* atomic */
+	uint64_t refresh_errors;        /* atomic */
+	uint64_t rejected;              /* atomic */
+};
+
+/* ---- ns_inodes.c ---- */
+
+/*
+ * Creates the root directory, inode DV_NS_ROOT_INO, before any tree.
+ * 0 or -ENOMEM; on failure dv_ns_inodes_release() still frees what exists.
+ */
+int dv_ns_inodes_init(struct dv_namespace *ns);
+
+/* Frees every dirinfo and committed dsver, and the inode table. */
+void dv_ns_inodes_release(struct dv_namespace *ns);
+
+/* The slot of @ino, or NULL. Under the read lock. */
+struct islot *dv_ns_slot_find(const struct dv_namespace *ns, uint64_t ino);
+
+/*
+ * Makes @v's shards findable by inode; from then on @ns owns @v. Under the
+ * write lock. 0 or -ENOMEM (@v then stays uncommitted: the caller frees it).
+ */
+int dv_ns_dsver_commit(struct dv_namespace *ns, struct dsver *v);
+
+/*
+ * The dirinfo of @path, created on first sight; it lives as long as @ns.
+ * Under the write lock. NULL on ENOMEM.
+ */
+struct dirinfo *dv_ns_dir_intern(struct dv_namespace *ns, const char *path);
+
+/* Under the read lock: the pin's dirinfo, if loaded. */
+struct dirinfo *dv_ns_pin_find(const struct dv_namespace *ns,
+			       const char *pin_path);
+
+/*
+ * A new, uncommitted version of manifest @m for directory @path, with the
+ * stable inode of each shard. Takes @m (also on failure). NULL on ENOMEM.
+ */
+struct dsver *dv_ns_dsver_new(struct dv_manifest *m, const char *path,
+			      time_t mtime, XXH128_hash_t digest);
+/* Frees an uncommitted version; NULL is a no-op. */
+void dv_ns_dsver_free(struct dsver *v);
+
+/* ---- ns_cache.c ---- */
+
+/* A document: its bytes, ETag (may be NULL) and fetch time. */
+struct doc {
+	char *body;
+	size_t len;
+	char *etag;
+	time_t mtime;
+};
+
+/* Frees what @d holds and zeroes it. */
+void dv_ns_doc_release(struct doc *d);
+
+/*
+ * Gets @relpath from the origin (with @etag: 1 when not modified) or, with
+ * @cached, from the disk cache. 0 with @d filled, or -errno. @d must be
+ * released with dv_ns_doc_release() in every case.
+ */
+int dv_ns_doc_get(struct dv_namespace *ns, bool cached, const char *relpath,
+		  const char *etag, struct doc *d);
+
+/*
+ * Keeps an accepted document in the disk cache; a failure only costs the
+ * next remount (a log line). No-op without a state directory.
+ */
+void dv_ns_cache_write(const struct dv_namespace *ns, const char *relpath,
+		       const struct doc *d);
+
+#endif
