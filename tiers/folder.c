@@ -114,6 +114,35 @@ static void clean_unlocked(const char *dir, const char *what)
 		dv_info("%s: removed %u stale %s", dir, removed, what);
 }
 
+/*
+ * Creates the tier directory, .staging/ and .locks/ (R12). At open, and
+ * again when an operator deleted or replaced the directory under a running
+ * daemon: the tier then starts over empty rather than failing every fill.
+ */
+static int make_dirs(struct folder_tier *ft)
+{
+	char buf[PATH_MAX];
+	int ret;
+
+	ret = mkdir_p(ft->path, 0755);
+	if (ret) {
+		dv_err("tier '%s': cannot create %s: %s", ft->base.name,
+		       ft->path, strerror(-ret));
+		return ret;
+	}
+	for (int i = 0; i < 2; i++) {
+		ret = sub_path(ft, buf, i ? "/.locks" : "/.staging", "", "");
+		if (!ret && mkdir(buf, 0755) && errno != EEXIST)
+			ret = -errno;
+		if (ret) {
+			dv_err("tier '%s': cannot create %s: %s", ft->base.name,
+			       buf, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 static int folder_open(struct dv_tier *t)
 {
 	struct folder_tier *ft = folder_downcast(t);
@@ -121,23 +150,11 @@ static int folder_open(struct dv_tier *t)
 	char real[PATH_MAX];
 	int ret;
 
-	ret = mkdir_p(ft->path, 0755);
-	if (ret) {
-		dv_err("tier '%s': cannot create %s: %s", t->name, ft->path,
-		       strerror(-ret));
+	ret = make_dirs(ft);
+	if (ret)
 		return ret;
-	}
 	for (int i = 0; i < 2; i++) {
-		const char *sub = i ? "/.locks" : "/.staging";
-
-		ret = sub_path(ft, buf, sub, "", "");
-		if (!ret && mkdir(buf, 0755) && errno != EEXIST)
-			ret = -errno;
-		if (ret) {
-			dv_err("tier '%s': cannot create %s: %s", t->name, buf,
-			       strerror(-ret));
-			return ret;
-		}
+		sub_path(ft, buf, i ? "/.locks" : "/.staging", "", "");
 		clean_unlocked(buf, i ? "locks" : "staging files");
 	}
 	ft->dirfd = open(ft->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -226,9 +243,15 @@ static int folder_lock(struct dv_tier *t, const char *hash)
 
 	if (ret)
 		return ret;
-	for (;;) {
+	for (bool remade = false;;) {
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
+		if (fd < 0 && errno == ENOENT && !remade) {
+			/* The tier directory is gone: make it again. */
+			remade = true;
+			if (make_dirs(ft) == 0)
+				continue;
+		}
 		if (fd < 0)
 			return -errno;
 		while (flock(fd, LOCK_EX)) {
@@ -265,6 +288,13 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 	if (ret)
 		return ret;
 	st->fd = mkostemp(st->path, O_CLOEXEC);
+	if (st->fd < 0 && errno == ENOENT && make_dirs(ft) == 0) {
+		/* Deleted or replaced under us: made again, try once more. */
+		dv_warn("tier '%s': %s/.staging was gone; made it again",
+			t->name, ft->path);
+		sub_path(ft, st->path, "/.staging/", hash, ".XXXXXX");
+		st->fd = mkostemp(st->path, O_CLOEXEC);
+	}
 	if (st->fd < 0) {
 		ret = -errno;
 		dv_warn("tier '%s': cannot create a staging file in %s/.staging: %s",
@@ -374,13 +404,18 @@ static uint64_t fs_free_bytes(struct folder_tier *ft)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-static bool has_room(struct folder_tier *ft, uint64_t used, uint64_t need)
+/*
+ * Would @need more bytes of objects fit under max_bytes, and @fs_need more
+ * bytes on the filesystem? A rename of a staged file needs no new space.
+ */
+static bool has_room(struct folder_tier *ft, uint64_t used, uint64_t need,
+		     uint64_t fs_need)
 {
 	uint64_t max = ft->base.max_bytes;
 
 	if (max && used + ft->reserved + need > max)
 		return false;
-	return fs_free_bytes(ft) >= ft->reserved + need;
+	return fs_free_bytes(ft) >= ft->reserved + fs_need;
 }
 
 /*
@@ -388,21 +423,23 @@ static bool has_room(struct folder_tier *ft, uint64_t used, uint64_t need)
  * pinned object (open here) is never chosen: its space would stay held
  * (B6). Called with room_lock held; on success the room is reserved.
  */
-static int make_room(struct folder_tier *ft, const char *hash, uint64_t need)
+static int make_room(struct folder_tier *ft, const char *hash, uint64_t need,
+		     uint64_t fs_need)
 {
 	struct dv_tier *t = &ft->base;
 	struct scan s;
 	uint64_t used;
 	int ret;
 
-	if (!t->max_bytes && has_room(ft, 0, need))
+	if (!t->max_bytes && has_room(ft, 0, need, fs_need))
 		goto reserve;
 	ret = scan_tier(ft, &s);
 	if (ret)
 		return ret;
 	used = s.used;
-	qsort(s.v, s.n, sizeof(*s.v), by_mtime);
-	for (size_t i = 0; i < s.n && !has_room(ft, used, need); i++) {
+	if (s.n > 1) /* s.v is NULL in an empty tier: qsort(NULL) is UB */
+		qsort(s.v, s.n, sizeof(*s.v), by_mtime);
+	for (size_t i = 0; i < s.n && !has_room(ft, used, need, fs_need); i++) {
 		char path[PATH_MAX];
 
 		if (strcmp(s.v[i].hash, hash) == 0 ||
@@ -416,7 +453,7 @@ static int make_room(struct folder_tier *ft, const char *hash, uint64_t need)
 			s.v[i].hash, s.v[i].size);
 	}
 	free(s.v);
-	if (!has_room(ft, used, need))
+	if (!has_room(ft, used, need, fs_need))
 		return -ENOSPC;
 reserve:
 	ft->reserved += need;
@@ -505,7 +542,7 @@ static int folder_install(struct dv_tier *t, const char *hash, int src_fd,
 		return 0; /* R7: installed by a racer; caller discards */
 
 	pthread_mutex_lock(&ft->room_lock);
-	ret = make_room(ft, hash, size);
+	ret = make_room(ft, hash, size, flags & DV_INSTALL_MOVE ? 0 : size);
 	pthread_mutex_unlock(&ft->room_lock);
 	if (ret)
 		return ret;
@@ -531,6 +568,17 @@ out:
 			close(st.fd);
 	}
 	unreserve(ft, size);
+	return ret;
+}
+
+static int folder_free_space(struct dv_tier *t, uint64_t bytes)
+{
+	struct folder_tier *ft = folder_downcast(t);
+	int ret;
+
+	pthread_mutex_lock(&ft->room_lock);
+	ret = make_room(ft, "", 0, bytes); /* reserves nothing: need is 0 */
+	pthread_mutex_unlock(&ft->room_lock);
 	return ret;
 }
 
@@ -574,6 +622,7 @@ const struct dv_tier_ops dv_tier_folder_ops = {
 	.unlock = folder_unlock,
 	.stage_open = folder_stage_open,
 	.stage_discard = folder_stage_discard,
+	.free_space = folder_free_space,
 	.remove = folder_remove,
 	.usage = folder_usage,
 };

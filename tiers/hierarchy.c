@@ -291,9 +291,31 @@ static void observe_fill(struct dv_hierarchy *h, double seconds)
 	dv_stat_add(&h->stats.fill_ns_total, (uint64_t)(seconds * 1e9));
 }
 
-/* A staging file in the landing tier, or the next folder tier that works. */
+/*
+ * Reserves @size bytes for the staging file @st of tier @t, evicting in
+ * the tier to make room if it must, so that a fill never runs out of space
+ * halfway. 0, or -ENOSPC. Filesystems without fallocate are not refused.
+ */
+static int reserve_staging(struct dv_tier *t, struct dv_staged *st,
+			   uint64_t size)
+{
+	if (size == 0 || fallocate(st->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)size) == 0)
+		return 0;
+	if (errno != ENOSPC)
+		return 0;
+	if (t->ops->free_space && t->ops->free_space(t, size) == 0 &&
+	    fallocate(st->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)size) == 0)
+		return 0;
+	return -ENOSPC;
+}
+
+/*
+ * A staging file in the landing tier or, when it cannot take one of @size
+ * bytes (its filesystem is full even after eviction, or it is broken), in
+ * the next folder tier that can.
+ */
 static int stage_in_landing(struct dv_hierarchy *h, const char *hash,
-			    struct dv_staged *st, size_t *where)
+			    uint64_t size, struct dv_staged *st, size_t *where)
 {
 	int ret = -EIO;
 
@@ -304,8 +326,15 @@ static int stage_in_landing(struct dv_hierarchy *h, const char *hash,
 			continue;
 		ret = t->ops->stage_open(t, hash, st);
 		if (ret == 0) {
-			*where = i;
-			return 0;
+			ret = reserve_staging(t, st, size);
+			if (ret == 0) {
+				*where = i;
+				return 0;
+			}
+			dv_warn("tier '%s': no room to stage %s (%" PRIu64
+				" bytes); trying the next folder tier",
+				t->name, hash, size);
+			t->ops->stage_discard(t, st);
 		}
 		dv_stat_add(&t->stats.errors, 1);
 	}
@@ -334,7 +363,7 @@ static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	struct dv_sink sink;
 	int ret;
 
-	ret = stage_in_landing(h, ref->hash, st, where);
+	ret = stage_in_landing(h, ref->hash, ref->size, st, where);
 	if (ret) {
 		dv_err("%s: no folder tier can stage it: %s", label_of(ref),
 		       strerror(-ret));
@@ -406,6 +435,26 @@ static int object_fetch(void *arg, const struct dv_shard_ref *ref,
 	return ret;
 }
 
+/*
+ * Opens the shard just installed, from tier @top down. Another fill (of
+ * another hash in this daemon, or in a daemon sharing the tier) may have
+ * evicted it from @top between its install and this open: then a slower
+ * tier that took it serves it, and when none holds it any more -ESTALE
+ * asks locked_get() to walk again (found by the soak, tests/faults).
+ */
+static int open_installed(struct dv_hierarchy *h,
+			  const struct dv_shard_ref *ref, size_t top,
+			  struct dv_object *out)
+{
+	for (size_t i = top; i < h->n; i++) {
+		if (!is_remote(h->tiers[i]) && open_local(h, i, ref, out) == 0)
+			return 0;
+	}
+	dv_info("%s: evicted before it could be opened; walking again",
+		label_of(ref));
+	return -ESTALE;
+}
+
 /* R2: a full miss. */
 static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		const struct dv_fetcher *fetcher, struct dv_object *out)
@@ -431,7 +480,7 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		       label_of(ref), ref->size);
 		return -ENOSPC;
 	}
-	return open_local(h, (size_t)top, ref, out);
+	return open_installed(h, ref, (size_t)top, out);
 }
 
 /* R4: a hit in remote tier @i. -EAGAIN: go on walking below it. */
@@ -459,7 +508,7 @@ static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 		       label_of(ref), h->tiers[i]->name);
 		return -ENOSPC;
 	}
-	return open_local(h, (size_t)top, ref, out);
+	return open_installed(h, ref, (size_t)top, out);
 }
 
 /*
@@ -486,7 +535,7 @@ static int promote_object(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 	}
 	dv_stat_add(&h->stats.promotions, 1);
 	dv_object_release(src);
-	return open_local(h, (size_t)top, ref, out);
+	return open_installed(h, ref, (size_t)top, out);
 }
 
 /* R3: a hit in local tier @i > 0. */
@@ -511,7 +560,7 @@ static int promote_local(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		return 0;
 	}
 	dv_object_release(&src);
-	return open_local(h, (size_t)top, ref, out);
+	return open_installed(h, ref, (size_t)top, out);
 }
 
 /* With the locks held: walk again and act on what is found. */
@@ -519,6 +568,7 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		      const struct dv_fetcher *fetcher, struct dv_object *out)
 {
 	size_t from = 0;
+	unsigned rewalks = 0;
 
 	for (;;) {
 		ssize_t i;
@@ -528,14 +578,23 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 			return ret;
 		count_walk(h, i);
 		if (i < 0)
-			return fill(h, ref, fetcher, out);
-		if (is_remote(h->tiers[i]))
+			ret = fill(h, ref, fetcher, out);
+		else if (is_remote(h->tiers[i]))
 			ret = promote_remote(h, ref, (size_t)i, out);
 		else if (i == 0)
 			ret = open_local(h, 0, ref, out) ? -EAGAIN : 0;
 		else
 			ret = promote_local(h, ref, (size_t)i, out);
-		if (ret != -EAGAIN)
+		if (ret == -ESTALE && rewalks++ < 3) {
+			from = 0; /* evicted before it was opened */
+			continue;
+		}
+		if (ret == -ESTALE) {
+			dv_err("%s: evicted again and again before it could be opened",
+			       label_of(ref));
+			return -EIO;
+		}
+		if (i < 0 || ret != -EAGAIN)
 			return ret;
 		from = (size_t)i + 1;
 	}

@@ -138,6 +138,13 @@ struct dv_tier_ops {
 	/* Removes and closes a staging file that was not installed. */
 	void (*stage_discard)(struct dv_tier *t, struct dv_staged *st);
 
+	/*
+	 * Folder tiers: evicts least recently used objects that are not open
+	 * (R8, B6) until @bytes are free on the tier's filesystem, for a
+	 * staging file. 0, or -ENOSPC when that cannot be done. May be NULL.
+	 */
+	int (*free_space)(struct dv_tier *t, uint64_t bytes);
+
 	/* Removes @hash (scrub, B3). 0, -ENOENT or -errno. */
 	int (*remove)(struct dv_tier *t, const char *hash);
 
