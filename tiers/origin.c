@@ -1,8 +1,8 @@
 /*
  * The origin dispatcher: picks the backend from the URL's kind, and turns
  * an origin into the fetcher the hierarchy calls on a full miss. Backends
- * (origin_http.c, origin_file.c) do the work; nothing here touches the
- * network or the disk.
+ * (origin_http.c, origin_file.c, origin_s3.c) do the work; nothing here
+ * touches the network or the disk.
  */
 #include "origin.h"
 
@@ -26,6 +26,7 @@ static const struct {
 	{ .prefix = "https://", .create = dv_origin_http_new },
 	{ .prefix = "file://", .create = dv_origin_file_new },
 	{ .prefix = "/", .create = dv_origin_file_new },
+	{ .prefix = "s3://", .create = dv_origin_s3_new },
 };
 
 int dv_origin_new(const char *url, const struct dv_http_config *http,
@@ -50,7 +51,7 @@ int dv_origin_new(const char *url, const struct dv_http_config *http,
 			 shown);
 	else
 		snprintf(err, errlen,
-			 "origin \"%s\" is not supported: use http://, https://, file:// or an absolute path",
+			 "origin \"%s\" is not supported: use http://, https://, file://, s3:// or an absolute path",
 			 shown);
 	return -EINVAL;
 }

@@ -5,8 +5,8 @@
  *   ORIGIN/<dataset>/revisions/<N>.json, ORIGIN/shards/<content_hash>.tar
  *
  * Kinds: http:// and https:// (libcurl, http.c), file:// or an absolute path
- * (local disk, NFS). Each kind is an ops table; dv_origin_new() picks one
- * from the URL. The origin fetcher of the hierarchy is dv_origin_fetcher().
+ * (local disk, NFS), s3://bucket/prefix (signed, origin_s3.c). Each kind is
+ * an ops table; dv_origin_new() picks one from the URL. The origin fetcher of the hierarchy is dv_origin_fetcher().
  */
 #ifndef DV_ORIGIN_H
 #define DV_ORIGIN_H

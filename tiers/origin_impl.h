@@ -13,6 +13,8 @@ int dv_origin_http_new(const char *url, const struct dv_http_config *http,
 		       struct dv_origin **out, char *err, size_t errlen);
 int dv_origin_file_new(const char *url, const struct dv_http_config *http,
 		       struct dv_origin **out, char *err, size_t errlen);
+int dv_origin_s3_new(const char *url, const struct dv_http_config *http,
+		     struct dv_origin **out, char *err, size_t errlen);
 
 /*
  * True when a document path may be appended to an origin: not empty, no
