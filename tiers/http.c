@@ -219,8 +219,21 @@ static void new_answer(struct xfer *x, const char *line, size_t len)
 {
 	struct dv_http_response *r = x->resp;
 	const char *sp = memchr(line, ' ', len);
+	size_t n = 0;
+	uint64_t code = 0;
 
-	r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	/*
+	 * Three digits after the first space, read within @len: the line is
+	 * not a C string, and strtol() would skip the CRLF as blanks and read
+	 * past it (found by tests/fuzz/fuzz_http.c).
+	 */
+	if (sp) {
+		sp++;
+		while (n < 3 && sp + n < line + len &&
+		       isdigit((unsigned char)sp[n]))
+			n++;
+	}
+	r->status = n == 3 && parse_u64(sp, n, &code) ? (long)code : 0;
 	r->has_length = false;
 	r->has_range = false;
 	r->etag[0] = '\0';
@@ -270,6 +283,17 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 		return x->cb_err ? 0 : len;
 	}
 	parse_header(x, buf, len);
+	if (x->req->on_header) {
+		size_t linelen = len;
+
+		while (linelen > 0 && (buf[linelen - 1] == '\r' ||
+				       buf[linelen - 1] == '\n'))
+			linelen--;
+		x->cb_err = x->req->on_header(x->req->arg, x->resp, buf,
+					      linelen);
+		if (x->cb_err)
+			return 0;
+	}
 	return len;
 }
 

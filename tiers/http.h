@@ -80,6 +80,16 @@ typedef int (*dv_http_start_fn)(void *arg,
  */
 typedef int (*dv_http_body_fn)(void *arg, const void *buf, size_t len);
 
+/*
+ * Called with each header line ("Name: value", CRLF removed) of each
+ * answer, redirects and 1xx included: resp->status says whose. For headers
+ * this file does not parse (Location of a GCS upload session, Range of a
+ * 308). 0, or -errno to abort the transfer.
+ */
+typedef int (*dv_http_header_fn)(void *arg,
+				 const struct dv_http_response *resp,
+				 const char *line, size_t len);
+
 struct dv_http_request {
 	const char *method;          /* NULL: "GET"; "HEAD" reads no body */
 	/* May carry userinfo (sent as Basic auth); never logged by this file. */
@@ -102,6 +112,7 @@ struct dv_http_request {
 	dv_http_start_fn on_start;   /* may be NULL */
 	dv_http_body_fn on_body;     /* may be NULL: the body is dropped */
 	void *arg;
+	dv_http_header_fn on_header; /* may be NULL; gets arg too */
 };
 
 /* What came back. Header fields describe the last (final) answer. */

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "azure.h"
 #include "folder.h"
+#include "gcs.h"
+#include "s3.h"
+#include "../stripe/stripe.h"
 
 /* One pinned hash: open handles of this process read it (B6). */
 struct dv_pin {
@@ -122,6 +126,10 @@ static const struct {
 } backends[] = {
 	{ DV_TIER_TYPE_FOLDER, dv_folder_tier_new },
 	{ DV_TIER_TYPE_RAM, dv_folder_tier_new },
+	{ DV_TIER_TYPE_AZURE_BLOB, dv_azure_tier_new },
+	{ DV_TIER_TYPE_GCS, dv_gcs_tier_new },
+	{ DV_TIER_TYPE_S3, dv_s3_tier_new },
+	{ DV_TIER_TYPE_STRIPE, dv_stripe_tier_new },
 };
 
 int dv_tier_new(const struct dv_tier_config *tc, const struct dv_config *cfg,
