@@ -39,6 +39,9 @@ hashes=$(python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.lo
 
 echo "# datavofs read benchmark: $nshards shards, $((bytes >> 20)) MiB, binary $DATAVOFS"
 for r in $(seq 1 "$rounds"); do
+	# Both sides start with nothing dirty in the page cache: writeback of
+	# the generated shards would otherwise slow whichever side runs first.
+	sync
 	# curl into the filesystem the tier lives on.
 	dl=$(dv_tmp curl)
 	t0=$(now)
@@ -53,6 +56,7 @@ for r in $(seq 1 "$rounds"); do
 	mnt=$(dv_tmp mnt)
 	dv_mount "$NGINX_URL" "$mnt" "config=$cfg" >/dev/null || bail "mount"
 	files=("$mnt"/bench/data/*.tar)
+	sync
 	t0=$(now)
 	read_all "${files[@]}"
 	t1=$(now)

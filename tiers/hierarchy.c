@@ -460,7 +460,7 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		const struct dv_fetcher *fetcher, struct dv_object *out)
 {
 	struct dv_staged st = { .fd = -1 };
-	double t0 = now_seconds();
+	double t0 = now_seconds(), t1, t2;
 	size_t where;
 	ssize_t top;
 	int ret;
@@ -472,9 +472,13 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		return ret;
 	}
 	dv_stat_add(&h->stats.fetch_bytes, ref->size);
+	t1 = now_seconds();
 	top = install_all(h, ref, st.fd, st.path, h->n, where, -1);
 	staged_done(h, where, &st);
-	observe_fill(h, now_seconds() - t0);
+	t2 = now_seconds();
+	observe_fill(h, t2 - t0);
+	dv_debug("%s: filled in %.3f s (fetched and verified %.3f s, installed %.3f s)",
+		 label_of(ref), t2 - t0, t1 - t0, t2 - t1);
 	if (top < 0) {
 		dv_err("%s: no tier accepted it (%" PRIu64 " bytes)",
 		       label_of(ref), ref->size);
