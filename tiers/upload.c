@@ -34,7 +34,8 @@ struct dv_uploader {
 	unsigned max_jobs;
 	bool stop;                 /* protected by lock */
 	pthread_t workers[MAX_WORKERS];
-	unsigned nworkers;
+	unsigned nworkers;         /* started; protected by lock */
+	unsigned want_workers;
 	struct dv_upload_stats stats; /* atomic */
 };
 
@@ -114,20 +115,23 @@ int dv_uploader_new(unsigned max_jobs, unsigned threads,
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	u->max_jobs = max_jobs ? max_jobs : 1;
-	if (threads == 0)
-		threads = 1;
-	if (threads > MAX_WORKERS)
-		threads = MAX_WORKERS;
-	for (; u->nworkers < threads; u->nworkers++) {
+	u->want_workers = threads == 0 ? 1 : threads > MAX_WORKERS ? MAX_WORKERS : threads;
+	*out = u;
+	return 0;
+}
+
+/*
+ * Workers start with the first job, not with the queue: the daemon builds
+ * its hierarchy before it forks into the background, and threads do not
+ * survive a fork. Called with u->lock held. 0 or -EAGAIN.
+ */
+static int start_workers(struct dv_uploader *u)
+{
+	for (; u->nworkers < u->want_workers; u->nworkers++) {
 		if (pthread_create(&u->workers[u->nworkers], NULL, worker_main, u))
 			break;
 	}
-	if (u->nworkers == 0) {
-		dv_uploader_free(u, 0);
-		return -EAGAIN;
-	}
-	*out = u;
-	return 0;
+	return u->nworkers ? 0 : -EAGAIN;
 }
 
 static void drop_queued(struct dv_uploader *u)
@@ -192,7 +196,7 @@ int dv_uploader_enqueue(struct dv_uploader *u, struct dv_tier *t,
 	snprintf(j->hash, sizeof(j->hash), "%s", hash);
 	snprintf(j->label, sizeof(j->label), "%s", label ? label : hash);
 	pthread_mutex_lock(&u->lock);
-	if (u->queued >= u->max_jobs || u->stop) {
+	if (u->queued >= u->max_jobs || u->stop || start_workers(u)) {
 		pthread_mutex_unlock(&u->lock);
 		dv_warn("tier '%s': upload queue full, %s (%s) not uploaded",
 			t->name, j->label, hash);

@@ -23,7 +23,10 @@ struct dv_upload_stats {
 	uint64_t retries;
 };
 
-/* A queue of at most @max_jobs, served by @threads workers. 0 or -errno. */
+/*
+ * A queue of at most @max_jobs, served by @threads workers that start with
+ * the first job (so a process may fork after creating it). 0 or -errno.
+ */
 int dv_uploader_new(unsigned max_jobs, unsigned threads,
 		    struct dv_uploader **out);
 
