@@ -3,9 +3,14 @@
  *
  *   datavoctl publish --dataset NAME [--revision N] [--keys k1,k2] [--link]
  *                     SRC_DIR ORIGIN_DIR
- *   datavoctl status MOUNTPOINT
+ *   datavoctl status [--json] MOUNTPOINT
+ *   datavoctl inspect [-c CONFIG]
+ *   datavoctl preload [--node I --nodes N] [-j JOBS] PATH...
+ *   datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]
+ *   datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N] ...
  *
  * Each subcommand is a function taking its own argv; getopt_long parses it.
+ * publish is here; the others are in ctl_*.c (ctl.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #include "../config/util.h"
+#include "ctl.h"
 #include "publish.h"
 
 #define MAX_KEYS 64
@@ -24,7 +30,12 @@ static int usage(FILE *out)
 	fprintf(out,
 		"usage: datavoctl publish --dataset NAME [--revision N] [--keys k1,k2] [--link]\n"
 		"                         SRC_DIR ORIGIN_DIR\n"
-		"       datavoctl status MOUNTPOINT\n"
+		"       datavoctl status [--json] MOUNTPOINT\n"
+		"       datavoctl inspect [-c CONFIG]\n"
+		"       datavoctl preload [--node I --nodes N] [-j JOBS] PATH...\n"
+		"       datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n"
+		"       datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N]\n"
+		"                       [--iterations K] [-j JOBS]\n"
 		"See datavoctl(8).\n");
 	return out == stdout ? 0 : 2;
 }
@@ -104,27 +115,6 @@ static int cmd_publish(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_status(int argc, char **argv)
-{
-	char path[4096], buf[65536];
-	size_t n;
-	FILE *f;
-
-	if (argc != 2)
-		return usage(stderr);
-	snprintf(path, sizeof(path), "%s/.datavo/status", argv[1]);
-	f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "datavoctl status: %s: %s (is a datavofs mounted there?)\n",
-			path, strerror(errno));
-		return 1;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, stdout);
-	fclose(f);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -132,7 +122,11 @@ int main(int argc, char **argv)
 		int (*fn)(int argc, char **argv);
 	} cmds[] = {
 		{ "publish", cmd_publish },
-		{ "status", cmd_status },
+		{ "status", dv_ctl_status },
+		{ "inspect", dv_ctl_inspect },
+		{ "preload", dv_ctl_preload },
+		{ "verify", dv_ctl_verify },
+		{ "bench", dv_ctl_bench },
 	};
 
 	if (argc < 2)

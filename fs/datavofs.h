@@ -14,6 +14,8 @@
 #include "../tiers/origin.h"
 #include "namespace.h"
 
+struct dv_metrics;
+
 /* Inodes of the hidden control directory; the namespace never uses 2-15. */
 #define DV_CTL_DIR_INO 2
 #define DV_CTL_STATUS_INO 3
@@ -30,7 +32,9 @@ struct dv_fs {
 	bool want_passthrough;   /* asked for (-o passthrough, default on) */
 	uint64_t open_files;     /* atomic */
 	uint64_t read_errors;    /* atomic */
+	uint64_t read_bytes;     /* atomic: bytes read through the daemon */
 	uint64_t started;        /* time(NULL) at start */
+	struct dv_metrics *metrics; /* the Prometheus exporter, or NULL */
 };
 
 #endif

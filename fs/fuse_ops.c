@@ -28,6 +28,7 @@
 
 #define XATTR_HASH "user.datavo.content_hash"
 #define XATTR_TIER "user.datavo.tier"
+#define XATTR_INDEX "user.datavo.index"
 
 /* What an open file handle holds. */
 struct handle {
@@ -331,6 +332,12 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	dv_stat_add(&fs->open_files, 1);
+	/*
+	 * Bytes served are counted per open, the shard's size: with
+	 * passthrough and keep_cache most reads never reach the daemon, so
+	 * counting reads would count almost nothing (status.h).
+	 */
+	dv_stat_add(&hd->obj.tier->stats.bytes_served, hd->obj.size);
 	fi->fh = (uint64_t)(uintptr_t)hd;
 	fi->keep_cache = 1;
 	try_passthrough(req, fs, ino, hd, fi);
@@ -338,6 +345,7 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* The opener was interrupted: nobody will release this. */
 		if (hd->backing_id > 0)
 			dv_backing_put(req, ino);
+		dv_stat_add(&hd->obj.tier->stats.bytes_served, -hd->obj.size);
 		dv_object_release(&hd->obj);
 		dv_stat_add(&fs->open_files, (uint64_t)-1);
 		free(hd);
@@ -374,7 +382,7 @@ static void dv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (size > obj->size - (uint64_t)off)
 		size = (size_t)(obj->size - (uint64_t)off);
-	dv_stat_add(&obj->tier->stats.bytes_served, size);
+	dv_stat_add(&fs_of(req)->read_bytes, size);
 	if (obj->fd >= 0) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
@@ -458,22 +466,27 @@ static void dv_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct dv_fs *fs = fs_of(req);
 	struct dv_ns_entry e;
+	char num[24];
 
 	if (get_entry(fs, ino, &e) || e.kind != DV_NS_SHARD || ino < 16) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	if (strcmp(name, XATTR_HASH) == 0)
+	if (strcmp(name, XATTR_HASH) == 0) {
 		reply_xattr_value(req, e.hash, size);
-	else if (strcmp(name, XATTR_TIER) == 0)
+	} else if (strcmp(name, XATTR_INDEX) == 0) {
+		snprintf(num, sizeof(num), "%" PRIu64, e.index);
+		reply_xattr_value(req, num, size);
+	} else if (strcmp(name, XATTR_TIER) == 0) {
 		reply_xattr_value(req, tier_holding(fs, &e), size);
-	else
+	} else {
 		fuse_reply_err(req, ENODATA);
+	}
 }
 
 static void dv_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	static const char names[] = XATTR_HASH "\0" XATTR_TIER;
+	static const char names[] = XATTR_HASH "\0" XATTR_TIER "\0" XATTR_INDEX;
 	struct dv_ns_entry e;
 
 	if (get_entry(fs_of(req), ino, &e) || e.kind != DV_NS_SHARD || ino < 16) {

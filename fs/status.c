@@ -1,144 +1,138 @@
 /*
  * The status document. Counters are read without locks (they are atomic);
  * tier usage is measured on each read of the file, which is what an
- * operator asking for status wants.
+ * operator asking for status wants. The Prometheus exporter (metrics.c)
+ * reports the same numbers under the names of DESIGN.md.
  */
 #include "status.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-struct out {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
+#include "metrics.h"
+#include "text.h"
 
-static void put(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void put(struct out *o, const char *fmt, ...)
+void dv_status_snapshot(struct dv_fs *fs, struct dv_status_totals *out)
 {
-	va_list ap;
-	int n;
+	size_t n = dv_hierarchy_ntiers(fs->hier);
 
-	if (o->failed)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			o->failed = true;
-			return;
-		}
-		if ((size_t)n < o->cap - o->len)
-			break;
-		o->cap = (o->cap + (size_t)n + 1) * 2;
-		char *nb = o->cap < (16u << 20) ? realloc(o->buf, o->cap) : NULL;
+	memset(out, 0, sizeof(*out));
+	dv_hierarchy_stats(fs->hier, &out->hier, NULL);
+	dv_ns_stats(fs->ns, &out->ns);
+	for (size_t i = 0; i < n; i++) {
+		struct dv_tier *t = dv_hierarchy_tier(fs->hier, i);
 
-		if (!nb) {
-			o->failed = true;
-			return;
-		}
-		o->buf = nb;
+		out->served += dv_stat_get(&t->stats.bytes_served);
+		out->tier_errors += dv_stat_get(&t->stats.errors);
 	}
-	o->len += (size_t)n;
+	/* Every byte served that the origin did not send is egress saved. */
+	out->saved = out->served > out->hier.fetch_bytes ?
+			     out->served - out->hier.fetch_bytes : 0;
+	out->dollars = (double)out->saved / 1e9 * fs->cfg->dollars_per_gb;
 }
 
-/* A JSON string; names come from validated config and manifests. */
-static void put_str(struct out *o, const char *s)
-{
-	put(o, "\"");
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			put(o, "\\%c", c);
-		else if (c < 0x20)
-			put(o, "\\u%04x", c);
-		else
-			put(o, "%c", c);
-	}
-	put(o, "\"");
-}
-
-static void put_tier(struct out *o, struct dv_tier *t, bool last)
+static void put_tier(struct dv_text *o, struct dv_tier *t, bool last)
 {
 	struct dv_tier_usage u = { 0 };
 
 	if (t->ops->usage)
 		t->ops->usage(t, &u);
-	put(o, "    {\"name\": ");
-	put_str(o, t->name);
-	put(o, ", \"type\": ");
-	put_str(o, dv_tier_type_name(t->type));
-	put(o, ", \"used_bytes\": %" PRIu64 ", \"capacity_bytes\": %" PRIu64
-	       ", \"objects\": %" PRIu64 ", \"hits\": %" PRIu64
-	       ", \"misses\": %" PRIu64 ", \"bytes_served\": %" PRIu64
-	       ", \"bytes_in\": %" PRIu64 ", \"evictions\": %" PRIu64
-	       ", \"errors\": %" PRIu64 ", \"verify_failures\": %" PRIu64 "}%s\n",
-	    u.used_bytes, u.capacity, u.objects, dv_stat_get(&t->stats.hits),
-	    dv_stat_get(&t->stats.misses), dv_stat_get(&t->stats.bytes_served),
-	    dv_stat_get(&t->stats.bytes_in), dv_stat_get(&t->stats.evictions),
-	    dv_stat_get(&t->stats.errors),
-	    dv_stat_get(&t->stats.verify_failures), last ? "" : ",");
+	dv_text_printf(o, "    {\"name\": ");
+	dv_text_json_str(o, t->name);
+	dv_text_printf(o, ", \"type\": ");
+	dv_text_json_str(o, dv_tier_type_name(t->type));
+	dv_text_printf(o,
+		       ", \"used_bytes\": %" PRIu64
+		       ", \"capacity_bytes\": %" PRIu64
+		       ", \"free_bytes\": %" PRIu64 ", \"objects\": %" PRIu64
+		       ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+		       ", \"bytes_served\": %" PRIu64 ", \"bytes_in\": %" PRIu64
+		       ", \"installs\": %" PRIu64 ", \"evictions\": %" PRIu64
+		       ", \"errors\": %" PRIu64
+		       ", \"verify_failures\": %" PRIu64 "}%s\n",
+		       u.used_bytes, u.capacity, u.fs_free, u.objects,
+		       dv_stat_get(&t->stats.hits),
+		       dv_stat_get(&t->stats.misses),
+		       dv_stat_get(&t->stats.bytes_served),
+		       dv_stat_get(&t->stats.bytes_in),
+		       dv_stat_get(&t->stats.installs),
+		       dv_stat_get(&t->stats.evictions),
+		       dv_stat_get(&t->stats.errors),
+		       dv_stat_get(&t->stats.verify_failures), last ? "" : ",");
+}
+
+static void put_errors(struct dv_text *o, struct dv_fs *fs,
+		       const struct dv_status_totals *s)
+{
+	dv_text_printf(o,
+		       "  \"errors\": {\"origin\": %" PRIu64 ", \"fill\": %" PRIu64
+		       ", \"verify\": %" PRIu64 ", \"open\": %" PRIu64
+		       ", \"tier\": %" PRIu64 ", \"manifest\": %" PRIu64
+		       ", \"manifest_rejected\": %" PRIu64 "},\n",
+		       dv_stat_get(&fs->origin->errors), s->hier.fetch_errors,
+		       s->hier.verify_failures, dv_stat_get(&fs->read_errors),
+		       s->tier_errors, s->ns.refresh_errors,
+		       s->ns.rejected_manifests);
 }
 
 char *dv_status_json(struct dv_fs *fs, size_t *len)
 {
-	struct out o = { .cap = 4096 };
-	struct dv_hierarchy_stats hs;
-	struct dv_ns_stats ns;
-	uint64_t served = 0, saved;
+	struct dv_text o = { 0 };
+	struct dv_status_totals s;
 	size_t n = dv_hierarchy_ntiers(fs->hier);
 
-	o.buf = malloc(o.cap);
-	if (!o.buf)
-		return NULL;
-	dv_hierarchy_stats(fs->hier, &hs, NULL);
-	dv_ns_stats(fs->ns, &ns);
-	for (size_t i = 0; i < n; i++)
-		served += dv_stat_get(&dv_hierarchy_tier(fs->hier, i)->stats.bytes_served);
-	/* Every byte served that the origin did not send is egress saved. */
-	saved = served > hs.fetch_bytes ? served - hs.fetch_bytes : 0;
-
-	put(&o, "{\n  \"origin\": ");
-	put_str(&o, fs->origin->url);
-	put(&o, ",\n  \"read_path\": \"%s\",\n",
-	    fs->passthrough ? "passthrough" : "keep_cache");
-	put(&o, "  \"uptime_seconds\": %" PRIu64 ",\n",
-	    (uint64_t)time(NULL) - fs->started);
-	put(&o, "  \"datasets\": %" PRIu64 ",\n  \"shards\": %" PRIu64 ",\n",
-	    ns.datasets, ns.shards);
-	put(&o, "  \"tiers\": [\n");
+	dv_status_snapshot(fs, &s);
+	dv_text_printf(&o, "{\n  \"version\": \"%s\",\n  \"origin\": ",
+		       DV_VERSION);
+	dv_text_json_str(&o, fs->origin->url);
+	dv_text_printf(&o, ",\n  \"config\": ");
+	dv_text_json_str(&o, fs->cfg->path);
+	dv_text_printf(&o, ",\n  \"config_source\": ");
+	dv_text_json_str(&o, dv_config_source_name(fs->cfg->source));
+	dv_text_printf(&o, ",\n  \"read_path\": \"%s\",\n  \"verify\": ",
+		       fs->passthrough ? "passthrough" : "keep_cache");
+	dv_text_json_str(&o, dv_verify_mode_name(fs->cfg->verify));
+	dv_text_printf(&o, ",\n  \"metrics\": ");
+	dv_text_json_str(&o, fs->metrics ? dv_metrics_address(fs->metrics) :
+					   NULL);
+	dv_text_printf(&o, ",\n  \"uptime_seconds\": %" PRIu64 ",\n",
+		       (uint64_t)time(NULL) - fs->started);
+	dv_text_printf(&o, "  \"datasets\": %" PRIu64 ",\n  \"shards\": %" PRIu64
+			   ",\n", s.ns.datasets, s.ns.shards);
+	dv_text_printf(&o, "  \"tiers\": [\n");
 	for (size_t i = 0; i < n; i++)
 		put_tier(&o, dv_hierarchy_tier(fs->hier, i), i + 1 == n);
-	put(&o, "  ],\n");
-	put(&o, "  \"origin_requests\": %" PRIu64 ",\n  \"origin_bytes\": %" PRIu64
-		",\n  \"origin_errors\": %" PRIu64 ",\n",
-	    dv_stat_get(&fs->origin->requests), dv_stat_get(&fs->origin->bytes),
-	    dv_stat_get(&fs->origin->errors));
-	put(&o, "  \"fills\": %" PRIu64 ",\n  \"fill_errors\": %" PRIu64
-		",\n  \"verify_failures\": %" PRIu64 ",\n",
-	    hs.fetches, hs.fetch_errors, hs.verify_failures);
-	put(&o, "  \"bytes_served\": %" PRIu64 ",\n  \"bytes_saved\": %" PRIu64
-		",\n  \"dollars_saved\": %.4f,\n",
-	    served, saved, (double)saved / 1e9 * fs->cfg->dollars_per_gb);
-	put(&o, "  \"open_files\": %" PRIu64 ",\n  \"read_errors\": %" PRIu64
-		",\n  \"manifest_refreshes\": %" PRIu64
-		",\n  \"manifest_errors\": %" PRIu64
-		",\n  \"rejected_manifests\": %" PRIu64 "\n}\n",
-	    dv_stat_get(&fs->open_files), dv_stat_get(&fs->read_errors),
-	    ns.refreshes, ns.refresh_errors, ns.rejected_manifests);
-	if (o.failed) {
-		free(o.buf);
-		return NULL;
-	}
-	*len = o.len;
-	return o.buf;
+	dv_text_printf(&o, "  ],\n");
+	dv_text_printf(&o, "  \"origin_requests\": %" PRIu64
+			   ",\n  \"origin_bytes\": %" PRIu64
+			   ",\n  \"origin_errors\": %" PRIu64 ",\n",
+		       dv_stat_get(&fs->origin->requests),
+		       dv_stat_get(&fs->origin->bytes),
+		       dv_stat_get(&fs->origin->errors));
+	dv_text_printf(&o, "  \"fills\": %" PRIu64 ",\n  \"fill_bytes\": %" PRIu64
+			   ",\n  \"fill_errors\": %" PRIu64
+			   ",\n  \"promotions\": %" PRIu64
+			   ",\n  \"verify_failures\": %" PRIu64 ",\n",
+		       s.hier.fetches, s.hier.fetch_bytes, s.hier.fetch_errors,
+		       s.hier.promotions, s.hier.verify_failures);
+	dv_text_printf(&o, "  \"bytes_served\": %" PRIu64
+			   ",\n  \"bytes_read\": %" PRIu64
+			   ",\n  \"bytes_saved\": %" PRIu64
+			   ",\n  \"dollars_per_gb\": %.4f"
+			   ",\n  \"dollars_saved\": %.4f,\n",
+		       s.served, dv_stat_get(&fs->read_bytes), s.saved,
+		       fs->cfg->dollars_per_gb, s.dollars);
+	put_errors(&o, fs, &s);
+	dv_text_printf(&o, "  \"open_files\": %" PRIu64
+			   ",\n  \"read_errors\": %" PRIu64
+			   ",\n  \"manifest_refreshes\": %" PRIu64
+			   ",\n  \"manifest_errors\": %" PRIu64
+			   ",\n  \"rejected_manifests\": %" PRIu64 "\n}\n",
+		       dv_stat_get(&fs->open_files),
+		       dv_stat_get(&fs->read_errors), s.ns.refreshes,
+		       s.ns.refresh_errors, s.ns.rejected_manifests);
+	return dv_text_finish(&o, len);
 }

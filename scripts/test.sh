@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The test command of datavofs (README): builds and runs every test.
 #
-#   1. make DEVELOPER=1, unit tests (Check) and integration tests (real
-#      FUSE mounts against nginx) built against the system libfuse, whose
-#      read path is keep_cache + splice;
+#   1. make DEVELOPER=1, the README's first command (scripts/demo.sh, run to
+#      the end and unmounted), unit tests (Check) and integration tests
+#      (real FUSE mounts against nginx) built against the system libfuse,
+#      whose read path is keep_cache + splice;
 #   2. the same built against libfuse 3.17 (scripts/build-libfuse.sh), whose
 #      read path is kernel passthrough;
-#   3. unit and integration tests again under SANITIZE=address,undefined.
+#   3. unit and integration tests again under SANITIZE=address,undefined;
+#   4. reliability: the fault matrix (default build and sanitizers), the
+#      valgrind smoke test, 60 s of each fuzz target, a 2-minute soak, the
+#      RSS benchmark (docs/reliability.md).
 #
 # DV_TEST_QUICK=1 runs step 1 only. Prints "N passed, M failed" at the end.
 set -uo pipefail
@@ -32,6 +36,9 @@ step() {
 }
 
 step "build (system libfuse)" make -j"$jobs" DEVELOPER=1
+demo_dir=$(mktemp -d "${TMPDIR:-/tmp}/datavo-demo.XXXXXX")
+step "the first command (scripts/demo.sh)" env DATAVO_DEMO_DIR="$demo_dir" scripts/demo.sh --unmount
+rm -rf "$demo_dir"
 step "unit tests" make DEVELOPER=1 unit
 step "integration tests (keep_cache read path)" make DEVELOPER=1 integration
 
@@ -45,6 +52,18 @@ if [ "${DV_TEST_QUICK:-0}" != 1 ]; then
 	step "unit + integration tests under sanitizers" \
 		env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		make DEVELOPER=1 BUILD=build-asan SANITIZE=address,undefined check
+	# Reliability (issue 6, docs/reliability.md): the fault matrix with the
+	# default build and under the sanitizers, the mount smoke test under
+	# valgrind, each fuzz target for DV_FUZZ_SECONDS, a DV_SOAK_SECONDS soak,
+	# the RSS with 100,000 shards. About 12 minutes in all on 2 cores.
+	step "fault matrix (tests/faults)" make DEVELOPER=1 faults
+	step "fault matrix under sanitizers" \
+		env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		make DEVELOPER=1 BUILD=build-asan SANITIZE=address,undefined faults
+	step "mount smoke test under valgrind" make DEVELOPER=1 valgrind
+	step "fuzzing (${DV_FUZZ_SECONDS:-60} s per target)" scripts/fuzz.sh "${DV_FUZZ_SECONDS:-60}"
+	step "soak (${DV_SOAK_SECONDS:-120} s)" bash scripts/soak.sh "${DV_SOAK_SECONDS:-120}"
+	step "RSS with 100,000 shards" bash scripts/bench-rss.sh
 fi
 
 echo
