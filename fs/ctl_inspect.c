@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../config/util.h"
+#include "../stripe/discovery.h"
 #include "ctl.h"
 
 /* The search of dv_config_resolve() (config.h, R10). */
@@ -179,6 +180,27 @@ static void tier_warnings(const struct dv_config *cfg, size_t i,
 	}
 }
 
+/* The devices discovery accepts and refuses for a stripe tier, and why. */
+static void print_stripe_devices(const struct dv_tier_config *tc)
+{
+	struct dv_stripe_device *d = NULL;
+	char size[32];
+	size_t n = 0;
+	int ret = dv_stripe_discover(tc, &d, &n);
+
+	if (ret) {
+		warn("tier '%s': device discovery failed: %s", tc->name,
+		     strerror(-ret));
+		return;
+	}
+	for (size_t k = 0; k < n; k++)
+		printf("      %-8s %-24s %10s  %s\n",
+		       d[k].accepted ? "accepted" : "refused", d[k].path,
+		       dv_format_bytes(d[k].bytes, size, sizeof(size)),
+		       d[k].accepted ? d[k].what : d[k].reason);
+	free(d);
+}
+
 static void print_tier(const struct dv_config *cfg, size_t i)
 {
 	const struct dv_tier_config *tc = &cfg->tiers[i];
@@ -199,6 +221,8 @@ static void print_tier(const struct dv_config *cfg, size_t i)
 		       tc->max_bytes ? cap : "unbounded",
 		       tc->type == DV_TIER_TYPE_STRIPE ? "use shown by datavoctl status"
 						       : "remote: never evicts (R9)");
+		if (tc->type == DV_TIER_TYPE_STRIPE)
+			print_stripe_devices(tc);
 		return;
 	}
 	folder_usage(where, &u);
