@@ -40,101 +40,45 @@ else
 	echo "setup: all packages present"
 fi
 
-# Azurite, the Azure Blob emulator that the t_azure_* tests run (it checks
-# Shared Key and SAS signatures): an npm package, installed once into
-# build-deps/azurite, which git ignores. Installed whole or not at all.
-azurite_version=3.35.0
-if [ "${1:-}" = "--test" ]; then
-	azurite_dir="$(cd "$(dirname "$0")/.." && pwd)/build-deps/azurite"
-	azurite_have=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
-		"$azurite_dir/node_modules/azurite/package.json" 2>/dev/null || true)
-	if [ "$azurite_have" = "$azurite_version" ] &&
-		[ -x "$azurite_dir/node_modules/.bin/azurite-blob" ]; then
-		echo "setup: azurite $azurite_version present"
-	else
-		if ! command -v npm >/dev/null 2>&1; then
-			echo "setup: installing nodejs npm"
-			sudo=""
-			[ "$(id -u)" -eq 0 ] || sudo="sudo"
-			$sudo apt-get install -y -qq --no-install-recommends nodejs npm
-		fi
-		echo "setup: installing azurite $azurite_version into $azurite_dir (npm, about a minute)"
-		rm -rf "$azurite_dir.tmp"
-		mkdir -p "$azurite_dir.tmp"
-		if ! (cd "$azurite_dir.tmp" && npm install --no-save --no-audit --no-fund \
-			--loglevel=error --fetch-retries=1 --fetch-timeout=60000 \
-			"azurite@$azurite_version"); then
-			rm -rf "$azurite_dir.tmp"
-			echo "setup: npm could not install azurite (is the npm registry reachable?); the t_azure_* tests need it" >&2
-			exit 1
-		fi
-		rm -rf "$azurite_dir"
-		mv "$azurite_dir.tmp" "$azurite_dir"
+# npm_pinned PACKAGE VERSION DIR NEEDED_BY: installs PACKAGE@VERSION into
+# build-deps/DIR (which git ignores) unless that version is there: into a
+# temporary directory first, renamed at the end, so it is whole or absent.
+npm_pinned() {
+	local pkg=$1 version=$2 dir have sudo=""
+	dir="$(cd "$(dirname "$0")/.." && pwd)/build-deps/$3"
+	have=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+		"$dir/node_modules/$pkg/package.json" 2>/dev/null || true)
+	if [ "$have" = "$version" ]; then
+		echo "setup: $pkg $version present"
+		return 0
 	fi
-fi
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "setup: installing nodejs npm"
+		[ "$(id -u)" -eq 0 ] || sudo="sudo"
+		$sudo apt-get install -y -qq --no-install-recommends nodejs npm
+	fi
+	echo "setup: installing $pkg $version into $dir (npm)"
+	rm -rf "$dir.tmp"
+	mkdir -p "$dir.tmp"
+	if ! (cd "$dir.tmp" && npm install --no-save --no-audit --no-fund \
+		--loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$pkg@$version"); then
+		rm -rf "$dir.tmp"
+		echo "setup: npm could not install $pkg@$version (is the npm registry reachable?); $4 need it" >&2
+		exit 1
+	fi
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+}
 
-# firebase-tools, whose Cloud Storage emulator the t_gcs_* tests run through
-# tests/integration/gcs-emu.js (pinned: that script reaches into its
-# internals): installed once into build-deps/gcs-emu, which git ignores,
-# whole or not at all (about 3 minutes and 312 MB).
-gcs_emu_version=15.34.2
 if [ "${1:-}" = "--test" ]; then
-	gcs_emu_dir="$(cd "$(dirname "$0")/.." && pwd)/build-deps/gcs-emu"
-	gcs_emu_have=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
-		"$gcs_emu_dir/node_modules/firebase-tools/package.json" 2>/dev/null || true)
-	if [ "$gcs_emu_have" = "$gcs_emu_version" ]; then
-		echo "setup: firebase-tools $gcs_emu_version present"
-	else
-		if ! command -v npm >/dev/null 2>&1; then
-			echo "setup: installing nodejs npm"
-			sudo=""
-			[ "$(id -u)" -eq 0 ] || sudo="sudo"
-			$sudo apt-get install -y -qq --no-install-recommends nodejs npm
-		fi
-		echo "setup: installing firebase-tools $gcs_emu_version into $gcs_emu_dir (npm, about 3 minutes)"
-		rm -rf "$gcs_emu_dir.tmp"
-		mkdir -p "$gcs_emu_dir.tmp"
-		if ! (cd "$gcs_emu_dir.tmp" && npm install --no-save --no-audit --no-fund \
-			--loglevel=error --fetch-retries=1 --fetch-timeout=60000 \
-			"firebase-tools@$gcs_emu_version"); then
-			rm -rf "$gcs_emu_dir.tmp"
-			echo "setup: npm could not install firebase-tools@$gcs_emu_version (is the npm registry reachable?); the t_gcs_* tests need it" >&2
-			exit 1
-		fi
-		rm -rf "$gcs_emu_dir"
-		mv "$gcs_emu_dir.tmp" "$gcs_emu_dir"
-	fi
-fi
-
-# s3rver, the S3 emulator that the t_s3_* tests run (it does not check
-# signatures: tests/integration/sigv4check.py, a verifying proxy, does):
-# installed once into build-deps/s3rver, which git ignores, whole or not
-# at all (about 10 seconds).
-s3rver_version=3.7.1
-if [ "${1:-}" = "--test" ]; then
-	s3rver_dir="$(cd "$(dirname "$0")/.." && pwd)/build-deps/s3rver"
-	s3rver_have=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
-		"$s3rver_dir/node_modules/s3rver/package.json" 2>/dev/null || true)
-	if [ "$s3rver_have" = "$s3rver_version" ]; then
-		echo "setup: s3rver $s3rver_version present"
-	else
-		if ! command -v npm >/dev/null 2>&1; then
-			echo "setup: installing nodejs npm"
-			sudo=""
-			[ "$(id -u)" -eq 0 ] || sudo="sudo"
-			$sudo apt-get install -y -qq --no-install-recommends nodejs npm
-		fi
-		echo "setup: installing s3rver $s3rver_version into $s3rver_dir (npm)"
-		rm -rf "$s3rver_dir.tmp"
-		mkdir -p "$s3rver_dir.tmp"
-		if ! (cd "$s3rver_dir.tmp" && npm install --no-save --no-audit --no-fund \
-			--loglevel=error --fetch-retries=1 --fetch-timeout=60000 \
-			"s3rver@$s3rver_version"); then
-			rm -rf "$s3rver_dir.tmp"
-			echo "setup: npm could not install s3rver@$s3rver_version (is the npm registry reachable?); the t_s3_* tests need it" >&2
-			exit 1
-		fi
-		rm -rf "$s3rver_dir"
-		mv "$s3rver_dir.tmp" "$s3rver_dir"
-	fi
+	# Azurite, the Azure Blob emulator of the t_azure_* tests (it checks
+	# Shared Key and SAS signatures).
+	npm_pinned azurite 3.35.0 azurite "the t_azure_* tests"
+	# firebase-tools, whose Cloud Storage emulator the t_gcs_* tests run
+	# through tests/integration/gcs-emu.js (pinned: that script reaches into
+	# its internals; about 3 minutes and 312 MB).
+	npm_pinned firebase-tools 15.34.2 gcs-emu "the t_gcs_* tests"
+	# s3rver, the S3 emulator of the t_s3_* tests (it does not check
+	# signatures: tests/integration/sigv4check.py, a verifying proxy, does).
+	npm_pinned s3rver 3.7.1 s3rver "the t_s3_* tests"
 fi
