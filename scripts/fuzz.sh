@@ -17,7 +17,7 @@ secs=${1:-60}
 shift || true
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 out=build-fuzz
-mkdir -p "$out"
+mkdir -p "$out/logs"
 make -s fuzz >"$out/build.log" 2>&1 || { cat "$out/build.log"; echo "fuzz: build failed"; exit 1; }
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
