@@ -162,31 +162,6 @@ fault_config() {
 	} >"$file"
 }
 
-# known_bug NAME WHY CMD…: runs a check (CMD, e.g. expect_read …) that fails
-# today because of a daemon bug reported to the lead. A failure prints
-# "ok - NAME # TODO known bug: WHY" (visible, not counted as a failure, so CI
-# stays green until the daemon is fixed); a pass says the marker can go.
-# DV_STRICT_KNOWN=1 turns the TODO into a real failure.
-known_bug() {
-	local _kb_name=$1 _kb_why=$2 _kb_out
-	shift 2
-	_kb_out=$("$@" 2>&1)
-	if grep -q '^not ok' <<<"$_kb_out"; then
-		if [ "${DV_STRICT_KNOWN:-0}" = 1 ]; then
-			fail "$_kb_name (known bug: $_kb_why)" "$_kb_out"
-		else
-			echo "ok - $_kb_name # TODO known bug: $_kb_why"
-			printf '%s\n' "$_kb_out" | sed 's/^/#   /'
-			DV_PASS=$((DV_PASS + 1))
-		fi
-		return 1
-	fi
-	printf '%s\n' "$_kb_out"
-	DV_PASS=$((DV_PASS + 1))
-	echo "# $_kb_name: passes now; the known_bug marker can be removed"
-	return 0
-}
-
 # dv_umount_ok MNT NAME: one check: MNT unmounts and its daemon exits with
 # status 0 (under the sanitizers a report, or a leak at exit, makes it not 0).
 dv_umount_ok() {

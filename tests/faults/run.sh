@@ -3,13 +3,11 @@
 # process, in name order (arguments keep only the tests whose file name
 # contains one of them). Same accounting as tests/integration/run.sh: adds up
 # "ok - " / "not ok - " lines; a test that exits non-zero without a "not ok"
-# line, or reports nothing, counts as one failure. "# TODO known bug" lines
-# are listed at the end: daemon bugs reported, not yet fixed.
+# line, or reports nothing, counts as one failure.
 #
 # Environment: DATAVOFS / DATAVOCTL (binaries, default build/), DV_TEST_TIMEOUT
 # (seconds per test file, default 600), DV_KEEP=1, DV_FAULT_REPORT=FILE (the
-# tests append "fault|spec|outcome|requests" rows: docs/reliability.md's table),
-# DV_STRICT_KNOWN=1 (known bugs fail).
+# tests append "fault|spec|outcome|requests" rows: docs/reliability.md's table).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,8 +26,7 @@ done
 
 passed=0 failed=0 ran=0
 out=$(mktemp "${TMPDIR:-/tmp}/datavofs-faults.XXXXXX")
-todo=$(mktemp "${TMPDIR:-/tmp}/datavofs-faults-todo.XXXXXX")
-trap 'rm -f "$out" "$todo"' EXIT
+trap 'rm -f "$out"' EXIT
 
 for t in "${tests[@]}"; do
 	name=$(basename "$t")
@@ -40,7 +37,6 @@ for t in "${tests[@]}"; do
 	ran=$((ran + 1))
 	p=$(grep -c '^ok - ' "$out")
 	f=$(grep -c '^not ok - ' "$out")
-	grep '^ok - .*# TODO known bug' "$out" | sed "s/^/$name: /" >>"$todo"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "not ok - $name timed out after ${DV_TEST_TIMEOUT:-600} s"
 		f=$((f + 1))
@@ -57,9 +53,5 @@ for t in "${tests[@]}"; do
 done
 
 [ "$ran" -eq 0 ] && echo "no test ran (no tests/faults/t_*.sh${1:+ matching $*})"
-if [ -s "$todo" ]; then
-	echo "known daemon bugs (marked TODO, reported to the lead):"
-	sed 's/^/  /' "$todo"
-fi
 echo "$passed passed, $failed failed"
 [ "$ran" -gt 0 ] && [ "$failed" -eq 0 ]
