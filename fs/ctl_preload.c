@@ -45,7 +45,7 @@ struct list {
 };
 
 struct run {
-	struct shard *todo;      /* the selected shards */
+	struct shard *picked;    /* the selected shards */
 	size_t n;
 	size_t next;             /* protected by lock */
 	pthread_mutex_t lock;
@@ -186,7 +186,7 @@ static void *worker(void *arg)
 		int ret;
 
 		pthread_mutex_lock(&r->lock);
-		s = r->next < r->n ? &r->todo[r->next++] : NULL;
+		s = r->next < r->n ? &r->picked[r->next++] : NULL;
 		pthread_mutex_unlock(&r->lock);
 		if (!s)
 			break;
@@ -303,8 +303,8 @@ int dv_ctl_preload(int argc, char **argv)
 		goto out;
 	if (all.n > 1)
 		qsort(all.v, all.n, sizeof(*all.v), by_path);
-	r.todo = calloc(all.n ? all.n : 1, sizeof(*r.todo));
-	if (!r.todo) {
+	r.picked = calloc(all.n ? all.n : 1, sizeof(*r.picked));
+	if (!r.picked) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -313,7 +313,7 @@ int dv_ctl_preload(int argc, char **argv)
 			continue; /* named twice */
 		if (all.v[i].index % o.nodes != o.node)
 			continue;
-		r.todo[r.n++] = all.v[i];
+		r.picked[r.n++] = all.v[i];
 		bytes += all.v[i].size;
 	}
 	printf("preload: node %" PRIu64 " of %" PRIu64 ": %zu of %zu shards, %s, %" PRIu64 " jobs\n",
@@ -333,7 +333,7 @@ out:
 	for (size_t i = 0; i < all.n; i++)
 		free(all.v[i].path);
 	free(all.v);
-	free(r.todo);
+	free(r.picked);
 	if (ret == -ENOMEM)
 		fprintf(stderr, "datavoctl preload: out of memory\n");
 	return ret ? 1 : 0;
