@@ -1,57 +1,9 @@
 #!/usr/bin/env bash
-# Runs the fault matrix: every tests/faults/t_*.sh, each in its own bash
-# process, in name order (arguments keep only the tests whose file name
-# contains one of them). Same accounting as tests/integration/run.sh: adds up
-# "ok - " / "not ok - " lines; a test that exits non-zero without a "not ok"
-# line, or reports nothing, counts as one failure.
-#
-# Environment: DATAVOFS / DATAVOCTL (binaries, default build/), DV_TEST_TIMEOUT
-# (seconds per test file, default 600), DV_KEEP=1, DV_FAULT_REPORT=FILE (the
-# tests append "fault|spec|outcome|requests" rows: docs/reliability.md's table).
-set -uo pipefail
-
+# Runs the fault matrix: every tests/faults/t_*.sh, with the accounting of
+# tests/integration/run.sh (arguments keep only the tests whose file name
+# contains one of them). Environment as there, plus DV_FAULT_REPORT=FILE
+# (the tests append "fault|spec|outcome|requests" rows: docs/reliability.md's
+# table). Each test file may take DV_TEST_TIMEOUT seconds, default 600.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=()
-for t in "$here"/t_*.sh; do
-	[ -f "$t" ] || continue
-	if [ $# -gt 0 ]; then
-		keep=0
-		for a in "$@"; do
-			case "$(basename "$t")" in *"$a"*) keep=1 ;; esac
-		done
-		[ "$keep" = 1 ] || continue
-	fi
-	tests+=("$t")
-done
-
-passed=0 failed=0 ran=0
-out=$(mktemp "${TMPDIR:-/tmp}/datavofs-faults.XXXXXX")
-trap 'rm -f "$out"' EXIT
-
-for t in "${tests[@]}"; do
-	name=$(basename "$t")
-	echo "== $name"
-	t0=$(date +%s)
-	timeout --kill-after=30 "${DV_TEST_TIMEOUT:-600}" bash "$t" 2>&1 | tee "$out"
-	rc=${PIPESTATUS[0]}
-	ran=$((ran + 1))
-	p=$(grep -c '^ok - ' "$out")
-	f=$(grep -c '^not ok - ' "$out")
-	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		echo "not ok - $name timed out after ${DV_TEST_TIMEOUT:-600} s"
-		f=$((f + 1))
-	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		echo "not ok - $name exited with status $rc"
-		f=$((f + 1))
-	elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
-		echo "not ok - $name reported no check"
-		f=$((f + 1))
-	fi
-	echo "# $name: $p passed, $f failed in $(($(date +%s) - t0)) s"
-	passed=$((passed + p))
-	failed=$((failed + f))
-done
-
-[ "$ran" -eq 0 ] && echo "no test ran (no tests/faults/t_*.sh${1:+ matching $*})"
-echo "$passed passed, $failed failed"
-[ "$ran" -gt 0 ] && [ "$failed" -eq 0 ]
+DV_TEST_DIR=$here DV_TEST_TIMEOUT=${DV_TEST_TIMEOUT:-600} \
+	exec "$here/../integration/run.sh" "$@"

@@ -6,11 +6,12 @@
 # so does a test that reports no check at all. Prints "N passed, M failed" last;
 # exits non-zero if anything failed or if no test ran.
 #
-# Environment: DATAVOFS (the daemon the tests mount, default build/datavofs),
-# DV_TEST_TIMEOUT (seconds per test file, default 900), DV_KEEP=1 (keep work dirs).
+# Environment: DATAVOFS / DATAVOCTL (binaries, default build/), DV_TEST_TIMEOUT
+# (seconds per test file, default 900), DV_KEEP=1 (keep work dirs), DV_TEST_DIR
+# (where the t_*.sh are, default this directory: tests/faults/run.sh uses it).
 set -uo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=${DV_TEST_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 tests=()
 for t in "$here"/t_*.sh; do
 	[ -f "$t" ] || continue
@@ -31,6 +32,7 @@ trap 'rm -f "$out"' EXIT
 for t in "${tests[@]}"; do
 	name=$(basename "$t")
 	echo "== $name"
+	t0=$(date +%s)
 	timeout --kill-after=30 "${DV_TEST_TIMEOUT:-900}" bash "$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	ran=$((ran + 1))
@@ -50,10 +52,11 @@ for t in "${tests[@]}"; do
 		echo "not ok - $name reported no check"
 		f=$((f + 1))
 	fi
+	echo "# $name: $p passed, $f failed in $(($(date +%s) - t0)) s"
 	passed=$((passed + p))
 	failed=$((failed + f))
 done
 
-[ "$ran" -eq 0 ] && echo "no test ran (no tests/integration/t_*.sh${1:+ matching $*})"
+[ "$ran" -eq 0 ] && echo "no test ran (no $here/t_*.sh${1:+ matching $*})"
 echo "$passed passed, $failed failed"
 [ "$ran" -gt 0 ] && [ "$failed" -eq 0 ]
