@@ -2,12 +2,14 @@
  * The verifying sink (B2). Bytes are hashed as they are written, so a shard
  * is read once from the network and never re-read to check it.
  *
- * Hashing and writing run on a worker thread fed by a small ring of
- * buffers: the caller (a libcurl callback) only copies into the ring, so
- * receiving, hashing and writing overlap, and a fill runs at the speed of
- * the slowest of the three rather than their sum. A shard that fits in one
- * buffer never starts the thread. Writeback of finished ranges is started
- * as the stream goes, so the final fdatasync() has little left to do.
+ * Hashing and writing run on two worker threads fed by a small ring of
+ * buffers: the caller (a libcurl callback) only copies into the ring, one
+ * worker hashes each buffer, the other writes it (and hands it to the
+ * tap). Receiving, hashing and writing overlap, and a fill runs at the
+ * speed of the slowest of the three rather than their sum. A shard that
+ * fits in one buffer never starts the threads. Writeback of finished
+ * ranges is started as the stream goes, so the final fdatasync() has
+ * little left to do.
  */
 #include "sink.h"
 
@@ -23,14 +25,26 @@
 #define PIPE_BUFS 8
 #define PIPE_BUF_SIZE (1u << 20)
 
+/* What the workers do to each buffer, each in stream order. */
+enum stage { STAGE_HASH, STAGE_STORE, STAGES };
+
+struct dv_sink_pipe;
+
+struct worker {
+	struct dv_sink *sink;
+	enum stage stage;
+	pthread_t thread;
+};
+
 struct dv_sink_pipe {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_t worker;
+	struct worker workers[STAGES];
 	bool started;
 	bool stop;               /* protected by lock */
 	int error;               /* first worker error; protected by lock */
-	unsigned head, tail;     /* filled = tail - head; protected by lock */
+	/* Buffer i is filled when i < tail and done by stage k when i < head[k]. */
+	unsigned head[STAGES], tail; /* protected by lock */
 	size_t fill[PIPE_BUFS];
 	char *buf[PIPE_BUFS];
 	size_t cur;              /* bytes in buf[tail % PIPE_BUFS], caller's */
@@ -64,40 +78,62 @@ static void start_writeback(struct dv_sink *s)
 	s->synced = s->stored;
 }
 
-/* Writes and hashes one buffer; the worker's (or the caller's) job. */
+/* Writes one buffer and shows it to the tap. */
 static int store(struct dv_sink *s, const char *buf, size_t len)
 {
 	int ret = write_all(s->fd, buf, len);
 
 	if (ret)
 		return ret;
-	EVP_DigestUpdate(s->md, buf, len);
+	if (s->tap)
+		s->tap->fn(s->tap->arg, buf, len, s->stored);
 	s->stored += len;
 	start_writeback(s);
 	return 0;
 }
 
+static int run_stage(struct dv_sink *s, enum stage stage, const char *buf,
+		     size_t len)
+{
+	if (stage == STAGE_HASH)
+		return EVP_DigestUpdate(s->md, buf, len) == 1 ? 0 : -EIO;
+	return store(s, buf, len);
+}
+
+/* The oldest buffer some stage still needs. */
+static unsigned oldest_head(const struct dv_sink_pipe *p)
+{
+	unsigned h = p->head[0];
+
+	for (int k = 1; k < STAGES; k++)
+		if (p->tail - p->head[k] > p->tail - h)
+			h = p->head[k];
+	return h;
+}
+
 static void *worker_main(void *arg)
 {
-	struct dv_sink *s = arg;
+	struct worker *w = arg;
+	struct dv_sink *s = w->sink;
 	struct dv_sink_pipe *p = s->pipe;
+	unsigned *head = &p->head[w->stage];
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		unsigned slot;
 		int ret;
 
-		while (p->head == p->tail && !p->stop)
+		while (*head == p->tail && !p->stop)
 			pthread_cond_wait(&p->cond, &p->lock);
-		if (p->head == p->tail)
+		if (*head == p->tail)
 			break;
-		slot = p->head % PIPE_BUFS;
+		slot = *head % PIPE_BUFS;
 		pthread_mutex_unlock(&p->lock);
-		ret = store(s, p->buf[slot], p->fill[slot]);
+		ret = run_stage(s, w->stage, p->buf[slot], p->fill[slot]);
 		pthread_mutex_lock(&p->lock);
 		if (ret && !p->error)
 			p->error = ret;
-		p->head++;
+		(*head)++;
 		pthread_cond_broadcast(&p->cond);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -125,20 +161,49 @@ static int pipe_new(struct dv_sink *s)
 	return 0;
 }
 
-/* Waits until the worker stored everything queued. Returns its error. */
+/* Waits until the workers are done with everything queued. Their error. */
 static int pipe_drain(struct dv_sink_pipe *p)
 {
 	int ret;
 
 	pthread_mutex_lock(&p->lock);
-	while (p->head != p->tail)
+	while (oldest_head(p) != p->tail)
 		pthread_cond_wait(&p->cond, &p->lock);
 	ret = p->error;
 	pthread_mutex_unlock(&p->lock);
 	return ret;
 }
 
-/* Hands the current buffer to the worker, starting it the first time. */
+/* Stops and joins the workers started so far. */
+static void pipe_stop(struct dv_sink_pipe *p, int started)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (int k = 0; k < started; k++)
+		pthread_join(p->workers[k].thread, NULL);
+}
+
+static int pipe_start(struct dv_sink *s)
+{
+	struct dv_sink_pipe *p = s->pipe;
+
+	for (int k = 0; k < STAGES; k++) {
+		p->workers[k].sink = s;
+		p->workers[k].stage = (enum stage)k;
+		if (pthread_create(&p->workers[k].thread, NULL, worker_main,
+				   &p->workers[k])) {
+			pipe_stop(p, k);
+			p->stop = false;
+			return -EAGAIN;
+		}
+	}
+	p->started = true;
+	return 0;
+}
+
+/* Hands the current buffer to the workers, starting them the first time. */
 static int pipe_push(struct dv_sink *s)
 {
 	struct dv_sink_pipe *p = s->pipe;
@@ -147,15 +212,15 @@ static int pipe_push(struct dv_sink *s)
 	if (p->cur == 0)
 		return 0;
 	if (!p->started) {
-		if (pthread_create(&p->worker, NULL, worker_main, s))
-			return -EAGAIN;
-		p->started = true;
+		ret = pipe_start(s);
+		if (ret)
+			return ret;
 	}
 	pthread_mutex_lock(&p->lock);
 	p->fill[p->tail % PIPE_BUFS] = p->cur;
 	p->tail++;
 	pthread_cond_broadcast(&p->cond);
-	while (p->tail - p->head == PIPE_BUFS && !p->error)
+	while (p->tail - oldest_head(p) == PIPE_BUFS && !p->error)
 		pthread_cond_wait(&p->cond, &p->lock);
 	ret = p->error;
 	pthread_mutex_unlock(&p->lock);
@@ -163,15 +228,18 @@ static int pipe_push(struct dv_sink *s)
 	return ret;
 }
 
-/* Stores what the ring still holds and stops the worker. */
+/* Finishes what the ring still holds. */
 static int pipe_flush(struct dv_sink *s)
 {
 	struct dv_sink_pipe *p = s->pipe;
-	int ret;
+	int ret = 0;
 
 	if (!p->started) {
-		/* Everything fit in one buffer: store it on this thread. */
-		ret = p->cur ? store(s, p->buf[p->tail % PIPE_BUFS], p->cur) : 0;
+		/* Everything fit in one buffer: finish it on this thread. */
+		const char *buf = p->buf[p->tail % PIPE_BUFS];
+
+		for (int k = 0; k < STAGES && !ret && p->cur; k++)
+			ret = run_stage(s, (enum stage)k, buf, p->cur);
 		p->cur = 0;
 		return ret;
 	}
@@ -187,13 +255,8 @@ static void pipe_free(struct dv_sink *s)
 
 	if (!p)
 		return;
-	if (p->started) {
-		pthread_mutex_lock(&p->lock);
-		p->stop = true;
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->worker, NULL);
-	}
+	if (p->started)
+		pipe_stop(p, STAGES);
 	for (int i = 0; i < PIPE_BUFS; i++)
 		free(p->buf[i]);
 	pthread_mutex_destroy(&p->lock);

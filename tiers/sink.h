@@ -14,16 +14,28 @@
 
 struct dv_sink_pipe;
 
+/*
+ * Sees every byte a sink stores, in order, as it is stored: before the
+ * stream is verified. Whoever reads through a tap must forget what it saw
+ * unless dv_sink_finish() returns 0. A stream that restarts (reset) is
+ * seen again from offset 0. Called on the sink's worker thread.
+ */
+struct dv_sink_tap {
+	void (*fn)(void *arg, const void *buf, size_t len, uint64_t off);
+	void *arg;
+};
+
 struct dv_sink {
 	int fd;                  /* borrowed staging fd */
 	uint64_t expected_size;
 	uint64_t written;        /* bytes accepted so far */
 	bool check_digest;
 	uint8_t expected_sha256[32];
-	void *md;                /* EVP_MD_CTX; owned by the pipe's worker */
+	void *md;                /* EVP_MD_CTX; owned by the hashing worker */
 	uint64_t synced;         /* bytes handed to writeback so far */
 	uint64_t stored;         /* bytes written to fd (worker) */
 	struct dv_sink_pipe *pipe; /* hashing and writing off the caller's thread */
+	const struct dv_sink_tap *tap; /* optional; borrowed */
 };
 
 /*
