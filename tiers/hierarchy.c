@@ -372,6 +372,7 @@ static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	ret = dv_sink_init(&sink, st->fd, ref->size, ref->sha256);
 	if (ret)
 		goto out;
+	sink.tap = ref->tap;
 	ret = src->fetch(src->arg, ref, &sink);
 	if (ret == 0)
 		ret = dv_sink_finish(&sink);

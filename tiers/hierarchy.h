@@ -32,6 +32,7 @@ struct dv_shard_ref {
 	uint64_t size;
 	const uint8_t *sha256;   /* 32 bytes, or NULL: nothing to verify */
 	const char *label;       /* for log lines, e.g. "demo/train/shard-3.tar" */
+	const struct dv_sink_tap *tap; /* optional: sees a fill's bytes (sink.h) */
 };
 
 /*

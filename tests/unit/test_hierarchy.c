@@ -109,7 +109,8 @@ static struct dv_hierarchy *make(struct dv_tier **tiers, size_t n,
 
 static struct dv_shard_ref ref_a(void)
 {
-	struct dv_shard_ref r = { HASH_A, SHARD, digest, "demo/shard-0.tar" };
+	struct dv_shard_ref r = { .hash = HASH_A, .size = SHARD, .sha256 = digest,
+				  .label = "demo/shard-0.tar" };
 
 	return r;
 }

@@ -471,7 +471,8 @@ START_TEST(test_two_vms_share_the_bucket)
 	char path[PATH_MAX];
 	struct counting_fetch f = { .path = path };
 	struct dv_fetcher fetcher = { file_fetch, &f };
-	struct dv_shard_ref ref = { HASH, size, sha, "demo/shard-0.tar" };
+	struct dv_shard_ref ref = { .hash = HASH, .size = size, .sha256 = sha,
+				    .label = "demo/shard-0.tar" };
 	struct dv_hierarchy *vm1 = vm("vm1"), *vm2;
 	struct dv_object obj;
 
@@ -565,7 +566,7 @@ START_TEST(test_origin_documents_and_shards)
 	ck_assert_int_eq(dv_sink_init(&sink, fd, size, sha), 0);
 	dv_origin_fetcher(o, &fetcher);
 	{
-		struct dv_shard_ref ref = { HASH, size, sha, NULL };
+		struct dv_shard_ref ref = { .hash = HASH, .size = size, .sha256 = sha };
 
 		ck_assert_int_eq(fetcher.fetch(fetcher.arg, &ref, &sink), 0);
 	}
