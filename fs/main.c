@@ -11,6 +11,7 @@
  * mount appears, so a mount that exists can serve.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <fuse_lowlevel.h>
 #include <stddef.h>
@@ -297,6 +298,7 @@ static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 	se = fuse_session_new(args, &dv_fuse_ops, sizeof(dv_fuse_ops), fs);
 	if (!se)
 		return 1;
+	fs->se = se;
 	if (fuse_set_signal_handlers(se))
 		goto out_destroy;
 	if (fuse_session_mount(se, opts->mountpoint))
@@ -315,7 +317,9 @@ static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(lc, opts->clone_fd);
 	fuse_loop_cfg_set_max_threads(lc, opts->max_threads ? opts->max_threads : 64);
-	fuse_loop_cfg_set_idle_threads(lc, opts->max_idle_threads);
+	/* UINT_MAX is "not given"; libfuse 3.14 warns when handed it. */
+	if (opts->max_idle_threads != UINT_MAX)
+		fuse_loop_cfg_set_idle_threads(lc, opts->max_idle_threads);
 	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
 	fuse_loop_cfg_destroy(lc);
 out_unmount:
