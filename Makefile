@@ -55,7 +55,7 @@ CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 # Everything but fs/ is one static library; fs/ objects that do not include
 # FUSE headers (FS_CORE) are linked by the tools and the tests as well.
 LIB_SRCS = $(wildcard config/*.c tiers/*.c stripe/*.c)
-FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/passthrough.c
+FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c
 FS_CORE_SRCS = $(filter-out $(FUSE_SRCS) fs/ctl_main.c, $(wildcard fs/*.c))
 CTL_SRCS = fs/ctl_main.c
 UNIT_SRCS = $(wildcard tests/unit/test_*.c)

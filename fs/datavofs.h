@@ -14,6 +14,8 @@
 #include "../tiers/origin.h"
 #include "namespace.h"
 
+struct fuse_session;
+
 struct dv_metrics;
 
 /* Inodes of the hidden control directory; the namespace never uses 2-15. */
@@ -30,6 +32,8 @@ struct dv_fs {
 	double entry_timeout;    /* seconds the kernel may cache names */
 	bool passthrough;        /* granted by the kernel at init */
 	bool want_passthrough;   /* asked for (-o passthrough, default on) */
+	struct fuse_session *se; /* for notifications (cache_push.h) */
+	bool cache_suspect;      /* atomic: unverified pages may be cached */
 	uint64_t open_files;     /* atomic */
 	uint64_t read_errors;    /* atomic */
 	uint64_t read_bytes;     /* atomic: bytes read through the daemon */

@@ -6,7 +6,9 @@
  * CAP_SYS_ADMIN), an open hands the kernel the tier file and reads never
  * enter the daemon. Otherwise reads are spliced from the tier file with
  * keep_cache set: a shard's bytes never change under one inode (a new
- * revision is a new inode), so the page cache serves every later epoch.
+ * revision is a new inode), so the page cache serves every later epoch,
+ * and a cold open's fill pushes the bytes into it as they stream
+ * (cache_push.h), so even the first epoch reads from memory.
  *
  * Errors from the layers below are -errno; they are converted here once.
  */
@@ -23,7 +25,8 @@
 #include "../config/log.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
-#include "passthrough.h"
+#include "cache_push.h"
+#include "open_inodes.h"
 #include "status.h"
 
 #define XATTR_HASH "user.datavo.content_hash"
@@ -277,7 +280,7 @@ static void try_passthrough(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 
 	if (!fs->passthrough || hd->obj.fd < 0)
 		return;
-	id = dv_backing_get(req, ino, hd->obj.fd);
+	id = dv_inode_backing(req, ino, hd->obj.fd);
 	if (id < 0) {
 		dv_warn("passthrough refused for %s (%s); reading through the daemon",
 			hd->obj.path, strerror(-id));
@@ -291,11 +294,29 @@ static void try_passthrough(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 	fi->keep_cache = 0;
 }
 
+/* Whether a failed push may have left unverified pages in the kernel. */
+static bool cache_suspect(struct dv_fs *fs)
+{
+	return __atomic_load_n(&fs->cache_suspect, __ATOMIC_RELAXED);
+}
+
+/* Ends an open whose answer did not reach the kernel. */
+static void open_undo(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
+		      struct handle *hd)
+{
+	dv_inode_close(req, ino, hd->backing_id > 0);
+	dv_stat_add(&hd->obj.tier->stats.bytes_served, -hd->obj.size);
+	dv_object_release(&hd->obj);
+	dv_stat_add(&fs->open_files, (uint64_t)-1);
+	free(hd);
+}
+
 static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dv_fs *fs = fs_of(req);
 	struct dv_shard_ref ref;
 	struct dv_ns_entry e;
+	struct dv_push push;
 	struct handle *hd;
 	char label[800];
 	int ret;
@@ -319,11 +340,23 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	snprintf(label, sizeof(label), "%s/%s", e.dataset, e.name);
+	memset(&ref, 0, sizeof(ref));
 	ref.hash = e.hash;
 	ref.size = e.size;
 	ref.sha256 = fs->cfg->verify == DV_VERIFY_OFF ? NULL : e.sha256;
 	ref.label = label;
+	/* A fill pushes its bytes into a page cache nobody is reading. */
+	dv_push_begin(&push, fs->se, ino);
+	if (!fs->passthrough && fs->se && !cache_suspect(fs) &&
+	    dv_inode_opens(ino) == 0)
+		ref.tap = &push.tap;
 	ret = dv_hierarchy_get_or_fetch(fs->hier, &ref, &fs->fetcher, &hd->obj);
+	if (dv_push_end(&push, ret))
+		__atomic_store_n(&fs->cache_suspect, true, __ATOMIC_RELAXED);
+	if (!ret && dv_inode_open(ino)) {
+		dv_object_release(&hd->obj);
+		ret = -ENOMEM;
+	}
 	if (ret) {
 		free(hd);
 		dv_stat_add(&fs->read_errors, 1);
@@ -339,17 +372,11 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	dv_stat_add(&hd->obj.tier->stats.bytes_served, hd->obj.size);
 	fi->fh = (uint64_t)(uintptr_t)hd;
-	fi->keep_cache = 1;
+	/* Not when a failed push may have left unverified pages behind. */
+	fi->keep_cache = !cache_suspect(fs);
 	try_passthrough(req, fs, ino, hd, fi);
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* The opener was interrupted: nobody will release this. */
-		if (hd->backing_id > 0)
-			dv_backing_put(req, ino);
-		dv_stat_add(&hd->obj.tier->stats.bytes_served, -hd->obj.size);
-		dv_object_release(&hd->obj);
-		dv_stat_add(&fs->open_files, (uint64_t)-1);
-		free(hd);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		open_undo(req, fs, ino, hd); /* the opener was interrupted */
 }
 
 static void read_text(fuse_req_t req, struct handle *hd, size_t size,
@@ -413,8 +440,7 @@ static void dv_release(fuse_req_t req, fuse_ino_t ino,
 	if (hd->text) {
 		free(hd->text);
 	} else {
-		if (hd->backing_id > 0)
-			dv_backing_put(req, ino);
+		dv_inode_close(req, ino, hd->backing_id > 0);
 		dv_object_release(&hd->obj);
 		dv_stat_add(&fs_of(req)->open_files, (uint64_t)-1);
 	}

@@ -81,6 +81,13 @@ if grep -q "demo/bad/shard-000000.tar ($bh).*sha256" "$(dv_log "$mnt")"; then
 else
 	fail "the log names the shard and the reason" "$(tail -5 "$(dv_log "$mnt")")"
 fi
+# On the keep_cache path the failed fill pushed its bytes into the kernel's
+# page cache as they came: they must be gone. The right shard put in the
+# tier by hand is a hit with no fill, so a read shows what the kernel kept.
+cp "$good" "$DV_WORK/tier/$bh.tar"
+assert_eq "$(sha256sum <"$mnt/demo/bad/shard-000000.tar")" "$(sha256sum <"$good")" \
+	"the kernel's cache keeps no byte of a fill that failed"
+rm -f "$DV_WORK/tier/$bh.tar"
 cp "$good" "$origin/shards/$bh.tar"
 chmod a+r "$origin/shards/$bh.tar"
 assert_eq "$(read_errno "$mnt/demo/bad/shard-000000.tar")" 0 "once the origin is fixed the next open succeeds"
