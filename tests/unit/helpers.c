@@ -92,3 +92,14 @@ int dv_test_count_entries(const char *dir)
 	closedir(d);
 	return n;
 }
+
+int dv_test_run(void *suite)
+{
+	SRunner *sr = srunner_create(suite);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -23,4 +23,7 @@ void dv_test_pattern(void *buf, size_t len, uint32_t seed);
 /* Counts directory entries other than . and .. (-1 if missing). */
 int dv_test_count_entries(const char *dir);
 
+/* Runs @suite (a Check Suite *) and frees it: a test binary's exit status. */
+int dv_test_run(void *suite);
+
 #endif

@@ -920,11 +920,5 @@ static Suite *azure_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(azure_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(azure_suite());
 }

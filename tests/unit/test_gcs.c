@@ -21,6 +21,7 @@
 #include "../../tiers/gcs_json.h"
 #include "../../tiers/hierarchy.h"
 #include "gcs_fixture.h"
+#include "helpers.h"
 
 #define HASH_A "0123456789abcdef0123456789abcdef"
 #define HASH_B "fedcba9876543210fedcba9876543210"
@@ -593,11 +594,5 @@ static Suite *gcs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(gcs_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(gcs_suite());
 }

@@ -20,6 +20,7 @@
 
 #include "../../tiers/gcs_creds.h"
 #include "gcs_fixture.h"
+#include "helpers.h"
 
 static const struct dv_http_config fast_http = {
 	.connect_timeout = 2,
@@ -611,11 +612,5 @@ static Suite *gcs_creds_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(gcs_creds_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(gcs_creds_suite());
 }

@@ -289,12 +289,6 @@ static Suite *metrics_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(metrics_suite());
-	int failed;
-
 	dv_log_set_level(getenv("DV_TEST_VERBOSE") ? DV_LOG_DEBUG : DV_LOG_ERROR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(metrics_suite());
 }

@@ -629,11 +629,5 @@ static Suite *s3_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(s3_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(s3_suite());
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../tiers/sigv4.h"
+#include "helpers.h"
 
 /* ---- the S3 examples ---- */
 
@@ -352,11 +353,5 @@ static Suite *sigv4_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(sigv4_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(sigv4_suite());
 }

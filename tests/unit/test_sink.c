@@ -82,35 +82,60 @@ static int memfd(void)
 	return fd;
 }
 
-static void assert_fd_holds_data(int fd)
-{
-	unsigned char *back = malloc(BIG);
+/* A sink with a tap recording what it sees. */
+struct run {
+	struct seen seen;
+	struct dv_sink_tap tap;
+	struct dv_sink s;
+	int fd;
+};
 
+static void run_start(struct run *r, uint64_t size, const uint8_t *sha)
+{
+	memset(r, 0, sizeof(*r));
+	r->seen.bytes = calloc(1, BIG);
+	ck_assert_ptr_nonnull(r->seen.bytes);
+	r->tap.fn = record;
+	r->tap.arg = &r->seen;
+	r->fd = memfd();
+	ck_assert_int_eq(dv_sink_init(&r->s, r->fd, size, sha), 0);
+	r->s.tap = &r->tap;
+}
+
+/*
+ * Finishes a stream of the first @size bytes of data that must verify;
+ * checks that the file and the tap hold exactly them.
+ */
+static void run_finish(struct run *r, size_t size)
+{
+	unsigned char *back = malloc(size + 1);
+
+	ck_assert_int_eq(dv_sink_finish(&r->s), 0);
+	dv_sink_release(&r->s);
 	ck_assert_ptr_nonnull(back);
-	ck_assert_int_eq(pread(fd, back, BIG, 0), BIG);
-	ck_assert_int_eq(memcmp(back, data, BIG), 0);
+	ck_assert_int_eq(pread(r->fd, back, size + 1, 0), (ssize_t)size);
+	ck_assert_int_eq(memcmp(back, data, size), 0);
 	free(back);
+	ck_assert(!r->seen.out_of_order);
+	ck_assert_uint_eq(r->seen.next, size);
+	ck_assert_int_eq(memcmp(r->seen.bytes, data, size), 0);
+}
+
+static void run_free(struct run *r)
+{
+	free(r->seen.bytes);
+	close(r->fd);
 }
 
 START_TEST(test_b2_stream_verified_and_tapped)
 {
-	struct seen seen = { .bytes = calloc(1, BIG) };
-	struct dv_sink_tap tap = { record, &seen };
-	struct dv_sink s;
-	int fd = memfd();
+	struct run r;
 
-	ck_assert_int_eq(dv_sink_init(&s, fd, BIG, digest), 0);
-	s.tap = &tap;
-	ck_assert_int_eq(feed(&s, 0, BIG), 0);
-	ck_assert_int_eq(dv_sink_finish(&s), 0);
-	dv_sink_release(&s);
-	assert_fd_holds_data(fd);
-	ck_assert(!seen.out_of_order);
-	ck_assert_uint_eq(seen.next, BIG);
-	ck_assert_uint_ge(seen.calls, 6); /* one per buffer */
-	ck_assert_int_eq(memcmp(seen.bytes, data, BIG), 0);
-	free(seen.bytes);
-	close(fd);
+	run_start(&r, BIG, digest);
+	ck_assert_int_eq(feed(&r.s, 0, BIG), 0);
+	run_finish(&r, BIG);
+	ck_assert_uint_ge(r.seen.calls, 6); /* one per buffer */
+	run_free(&r);
 }
 END_TEST
 
@@ -148,48 +173,31 @@ END_TEST
 /* A server that ignores a Range: the stream starts over, and so does the tap. */
 START_TEST(test_b2_reset_starts_over)
 {
-	struct seen seen = { .bytes = calloc(1, BIG) };
-	struct dv_sink_tap tap = { record, &seen };
-	struct dv_sink s;
-	int fd = memfd();
+	struct run r;
 
-	ck_assert_int_eq(dv_sink_init(&s, fd, BIG, digest), 0);
-	s.tap = &tap;
-	ck_assert_int_eq(feed(&s, 0, 3u << 20), 0);
-	ck_assert_int_eq(dv_sink_reset(&s), 0);
-	s.tap = &tap;
-	ck_assert_int_eq(feed(&s, 0, BIG), 0);
-	ck_assert_int_eq(dv_sink_finish(&s), 0);
-	dv_sink_release(&s);
-	assert_fd_holds_data(fd);
-	ck_assert(!seen.out_of_order);
-	ck_assert_uint_eq(seen.restarts, 1);
-	ck_assert_int_eq(memcmp(seen.bytes, data, BIG), 0);
-	free(seen.bytes);
-	close(fd);
+	run_start(&r, BIG, digest);
+	ck_assert_int_eq(feed(&r.s, 0, 3u << 20), 0);
+	ck_assert_int_eq(dv_sink_reset(&r.s), 0);
+	ck_assert_int_eq(feed(&r.s, 0, BIG), 0);
+	run_finish(&r, BIG);
+	ck_assert_uint_eq(r.seen.restarts, 1);
+	run_free(&r);
 }
 END_TEST
 
 /* A shard that fits one buffer is finished on the caller's thread. */
 START_TEST(test_b2_small_shard)
 {
-	struct seen seen = { .bytes = calloc(1, BIG) };
-	struct dv_sink_tap tap = { record, &seen };
+	const size_t small = 4096 + 17;
 	uint8_t small_digest[32];
-	struct dv_sink s;
-	int fd = memfd();
+	struct run r;
 
-	SHA256(data, 4096 + 17, small_digest);
-	ck_assert_int_eq(dv_sink_init(&s, fd, 4096 + 17, small_digest), 0);
-	s.tap = &tap;
-	ck_assert_int_eq(feed(&s, 0, 4096 + 17), 0);
-	ck_assert_int_eq(dv_sink_finish(&s), 0);
-	dv_sink_release(&s);
-	ck_assert_uint_eq(seen.calls, 1);
-	ck_assert_uint_eq(seen.next, 4096 + 17);
-	ck_assert_int_eq(memcmp(seen.bytes, data, 4096 + 17), 0);
-	free(seen.bytes);
-	close(fd);
+	SHA256(data, small, small_digest);
+	run_start(&r, small, small_digest);
+	ck_assert_int_eq(feed(&r.s, 0, small), 0);
+	run_finish(&r, small);
+	ck_assert_uint_eq(r.seen.calls, 1);
+	run_free(&r);
 }
 END_TEST
 
@@ -210,11 +218,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(suite());
 }

@@ -337,11 +337,5 @@ static Suite *util_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(util_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return dv_test_run(util_suite());
 }
