@@ -11,6 +11,11 @@
  * .staging/ or .locks/ can be flocked at open time belongs to nobody alive
  * and is removed (B4).
  *
+ * Durability. An install does not wait for the disk: it leaves a marker in
+ * .unsynced/ and the syncer makes the file durable in the background
+ * (syncer.h). Markers left by a killed daemon or a crash are settled when
+ * the tier is opened.
+ *
  * What this file does not do: decide where a shard goes (hierarchy.c), or
  * check bytes (the sink did before install is called).
  */
@@ -30,11 +35,13 @@
 
 #include "../config/log.h"
 #include "../config/util.h"
+#include "syncer.h"
 
 struct folder_tier {
 	struct dv_tier base;
 	char *path;
 	int dirfd;                 /* the tier directory, for fsync */
+	bool syncer_held;          /* dv_syncer_hold() done */
 	pthread_mutex_t room_lock;
 	uint64_t reserved;         /* protected by room_lock: room promised
 				      to installs still copying */
@@ -115,7 +122,7 @@ static void clean_unlocked(const char *dir, const char *what)
 }
 
 /*
- * Creates the tier directory, .staging/ and .locks/ (R12). At open, and
+ * Creates the tier directory, .staging/, .locks/ and .unsynced/ (R12). At open, and
  * again when an operator deleted or replaced the directory under a running
  * daemon: the tier then starts over empty rather than failing every fill.
  */
@@ -130,8 +137,10 @@ static int make_dirs(struct folder_tier *ft)
 		       ft->path, strerror(-ret));
 		return ret;
 	}
-	for (int i = 0; i < 2; i++) {
-		ret = sub_path(ft, buf, i ? "/.locks" : "/.staging", "", "");
+	static const char *const subs[] = { "/.staging", "/.locks", "/.unsynced" };
+
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		ret = sub_path(ft, buf, subs[i], "", "");
 		if (!ret && mkdir(buf, 0755) && errno != EEXIST)
 			ret = -errno;
 		if (ret) {
@@ -142,6 +151,8 @@ static int make_dirs(struct folder_tier *ft)
 	}
 	return 0;
 }
+
+static void settle_unsynced(struct folder_tier *ft);
 
 static int folder_open(struct dv_tier *t)
 {
@@ -160,6 +171,9 @@ static int folder_open(struct dv_tier *t)
 	ft->dirfd = open(ft->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ft->dirfd < 0)
 		return -errno;
+	settle_unsynced(ft);
+	dv_syncer_hold();
+	ft->syncer_held = true;
 	if (realpath(ft->path, real)) {
 		free(t->lock_key);
 		t->lock_key = strdup(real);
@@ -173,6 +187,8 @@ static void folder_destroy(struct dv_tier *t)
 {
 	struct folder_tier *ft = folder_downcast(t);
 
+	if (ft->syncer_held)
+		dv_syncer_release();
 	if (ft->dirfd >= 0)
 		close(ft->dirfd);
 	pthread_mutex_destroy(&ft->room_lock);
@@ -234,9 +250,9 @@ static void folder_close_object(struct dv_tier *t, struct dv_object *obj)
 	obj->fd = -1;
 }
 
-static int folder_lock(struct dv_tier *t, const char *hash)
+/* The flock of @hash; -EWOULDBLOCK when held and !@wait. */
+static int lock_hash(struct folder_tier *ft, const char *hash, bool wait)
 {
-	struct folder_tier *ft = folder_downcast(t);
 	char path[PATH_MAX];
 	struct stat fst, pst;
 	int ret = sub_path(ft, path, "/.locks/", hash, ".lock");
@@ -254,7 +270,7 @@ static int folder_lock(struct dv_tier *t, const char *hash)
 		}
 		if (fd < 0)
 			return -errno;
-		while (flock(fd, LOCK_EX)) {
+		while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) {
 			if (errno != EINTR) {
 				ret = -errno;
 				close(fd);
@@ -269,6 +285,11 @@ static int folder_lock(struct dv_tier *t, const char *hash)
 	}
 }
 
+static int folder_lock(struct dv_tier *t, const char *hash)
+{
+	return lock_hash(folder_downcast(t), hash, true);
+}
+
 static void folder_unlock(struct dv_tier *t, const char *hash, int lock_fd)
 {
 	struct folder_tier *ft = folder_downcast(t);
@@ -277,6 +298,111 @@ static void folder_unlock(struct dv_tier *t, const char *hash, int lock_fd)
 	if (sub_path(ft, path, "/.locks/", hash, ".lock") == 0)
 		unlink(path);
 	close(lock_fd);
+}
+
+/* The hash a marker name "<hash>.XXXXXX" is for, or false. */
+static bool marker_hash(const char *name, char *hash)
+{
+	size_t n = strspn(name, "0123456789abcdef");
+
+	if (n < 32 || n > 64 || name[n] != '.')
+		return false;
+	memcpy(hash, name, n);
+	hash[n] = '\0';
+	return true;
+}
+
+/*
+ * Settles one marker of @hash, whose lock we hold: on the boot that wrote
+ * it the page cache holds the file's bytes, so they are synced; after a
+ * reboot they may be anything, so the file goes. True when it went.
+ */
+static bool settle_marker(struct folder_tier *ft, int udir, const char *name,
+			  const char *hash)
+{
+	char path[PATH_MAX], boot[40] = "";
+	bool same_boot, removed = false;
+	int fd = openat(udir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, boot, sizeof(boot) - 1);
+
+		boot[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	same_boot = boot[0] && strcmp(boot, dv_boot_id()) == 0;
+	if (object_path(ft, path, hash))
+		return false;
+	if (same_boot) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && fdatasync(fd) && errno != EINVAL) {
+			close(fd);
+			return false; /* the marker stays; tried again next time */
+		}
+		if (fd >= 0)
+			close(fd);
+		fsync(ft->dirfd);
+	} else {
+		removed = unlink(path) == 0;
+		fsync(ft->dirfd);
+	}
+	unlinkat(udir, name, 0);
+	return removed;
+}
+
+/* Settles the markers nobody is working on (see syncer.h). At open. */
+static void settle_unsynced(struct folder_tier *ft)
+{
+	char dir[PATH_MAX], hash[65];
+	unsigned removed = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (sub_path(ft, dir, "/.unsynced", "", "") || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)) != NULL) {
+		int lock_fd;
+
+		if (!marker_hash(de->d_name, hash))
+			continue;
+		lock_fd = lock_hash(ft, hash, false);
+		if (lock_fd < 0)
+			continue; /* an install of it is running: it syncs */
+		if (settle_marker(ft, dirfd(d), de->d_name, hash))
+			removed++;
+		folder_unlock(&ft->base, hash, lock_fd);
+	}
+	closedir(d);
+	if (removed)
+		dv_warn("tier '%s': removed %u shards that may not have reached the disk before the machine restarted",
+			ft->base.name, removed);
+}
+
+/*
+ * Leaves the marker of an install of @hash not yet on disk (syncer.h) in
+ * @marker. 0 or -errno.
+ */
+static int mark_unsynced(struct folder_tier *ft, const char *hash,
+			 char *marker)
+{
+	const char *boot = dv_boot_id();
+	int ret = sub_path(ft, marker, "/.unsynced/", hash, ".XXXXXX");
+	int fd;
+
+	if (ret)
+		return ret;
+	fd = mkostemp(marker, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* 36 bytes: one write or none. */
+	if (write(fd, boot, strlen(boot)) != (ssize_t)strlen(boot))
+		ret = errno ? -errno : -EIO;
+	if (!ret && fchmod(fd, 0644))
+		ret = -errno;
+	close(fd);
+	if (ret)
+		unlink(marker);
+	return ret;
 }
 
 static int folder_stage_open(struct dv_tier *t, const char *hash,
@@ -517,10 +643,48 @@ static int stage_copy(struct dv_tier *t, const char *hash, int src_fd,
 	if (ret)
 		return ret;
 	ret = copy_fd(src_fd, st->fd, size);
-	if (!ret && fdatasync(st->fd))
-		ret = -errno;
 	if (ret)
 		folder_stage_discard(t, st);
+	return ret;
+}
+
+/*
+ * Renames @from (open as @fd) to @final, the file to reach the disk in the
+ * background behind a marker (syncer.h), or before the rename when no
+ * marker can be left. 0 or -errno.
+ */
+static int rename_durably(struct folder_tier *ft, const char *hash,
+			  const char *from, const char *final, int fd)
+{
+	char marker[PATH_MAX] = "";
+	int job_fd = -1, job_dirfd = -1, ret = 0;
+
+	if (mark_unsynced(ft, hash, marker) == 0) {
+		job_fd = dup(fd);
+		job_dirfd = dup(ft->dirfd);
+		if (job_fd < 0 || job_dirfd < 0) { /* no job, so no marker */
+			unlink(marker);
+			marker[0] = '\0';
+		}
+	} else {
+		marker[0] = '\0';
+	}
+	if (!marker[0] && fdatasync(fd) && errno != EINVAL)
+		ret = -errno;
+	if (!ret && rename(from, final))
+		ret = -errno;
+	if (!ret && marker[0]) {
+		dv_syncer_queue(job_fd, job_dirfd, marker);
+		return 0;
+	}
+	if (!ret)
+		fsync(ft->dirfd);
+	if (marker[0])
+		unlink(marker);
+	if (job_fd >= 0)
+		close(job_fd);
+	if (job_dirfd >= 0)
+		close(job_dirfd);
 	return ret;
 }
 
@@ -553,11 +717,10 @@ static int folder_install(struct dv_tier *t, const char *hash, int src_fd,
 			goto out;
 		from = st.path;
 	}
-	if (rename(from, final)) {
-		ret = -errno;
+	ret = rename_durably(ft, hash, from, final,
+			     flags & DV_INSTALL_MOVE ? src_fd : st.fd);
+	if (ret)
 		goto out;
-	}
-	fsync(ft->dirfd);
 	dv_stat_add(&t->stats.installs, 1);
 	dv_stat_add(&t->stats.bytes_in, size);
 out:

@@ -7,9 +7,10 @@
  * worker hashes each buffer, the other writes it (and hands it to the
  * tap). Receiving, hashing and writing overlap, and a fill runs at the
  * speed of the slowest of the three rather than their sum. A shard that
- * fits in one buffer never starts the threads. Writeback of finished
- * ranges is started as the stream goes, so the final fdatasync() has
- * little left to do.
+ * fits in one buffer never starts the threads.
+ *
+ * The sink does not sync: bytes reach the disk when a tier installs the
+ * file (folder.c, syncer.h), in the background.
  */
 #include "sink.h"
 
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define WRITEBACK_STEP (32ULL << 20)
 #define PIPE_BUFS 8
 #define PIPE_BUF_SIZE (1u << 20)
 
@@ -68,16 +68,6 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static void start_writeback(struct dv_sink *s)
-{
-	if (s->stored - s->synced < WRITEBACK_STEP)
-		return;
-	/* Best effort: not every filesystem supports it, and that is fine. */
-	sync_file_range(s->fd, (off_t)s->synced, (off_t)(s->stored - s->synced),
-			SYNC_FILE_RANGE_WRITE);
-	s->synced = s->stored;
-}
-
 /* Writes one buffer and shows it to the tap. */
 static int store(struct dv_sink *s, const char *buf, size_t len)
 {
@@ -88,7 +78,6 @@ static int store(struct dv_sink *s, const char *buf, size_t len)
 	if (s->tap)
 		s->tap->fn(s->tap->arg, buf, len, s->stored);
 	s->stored += len;
-	start_writeback(s);
 	return 0;
 }
 
@@ -333,7 +322,6 @@ int dv_sink_reset(struct dv_sink *s)
 		return -errno;
 	s->written = 0;
 	s->stored = 0;
-	s->synced = 0;
 	if (EVP_DigestInit_ex(s->md, EVP_sha256(), NULL) != 1)
 		return -ENOMEM;
 	return 0;
@@ -354,8 +342,6 @@ int dv_sink_finish(struct dv_sink *s)
 		return -EIO;
 	if (s->check_digest && memcmp(digest, s->expected_sha256, 32) != 0)
 		return -EBADMSG;
-	if (fdatasync(s->fd) && errno != EINVAL)
-		return -errno;
 	return 0;
 }
 

@@ -32,7 +32,6 @@ struct dv_sink {
 	bool check_digest;
 	uint8_t expected_sha256[32];
 	void *md;                /* EVP_MD_CTX; owned by the hashing worker */
-	uint64_t synced;         /* bytes handed to writeback so far */
 	uint64_t stored;         /* bytes written to fd (worker) */
 	struct dv_sink_pipe *pipe; /* hashing and writing off the caller's thread */
 	const struct dv_sink_tap *tap; /* optional; borrowed */
@@ -57,8 +56,8 @@ int dv_sink_reset(struct dv_sink *s);
 
 /*
  * Ends the stream: 0 when exactly expected_size bytes arrived and their
- * SHA-256 matches; -EIO when short; -EBADMSG on a digest mismatch. Data is
- * flushed to stable storage before 0 is returned.
+ * SHA-256 matches; -EIO when short; -EBADMSG on a digest mismatch. It does
+ * not sync the file: installing it does (syncer.h).
  */
 int dv_sink_finish(struct dv_sink *s);
 

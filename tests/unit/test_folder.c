@@ -1,7 +1,9 @@
 /*
  * Folder tiers: seed 000's R7 (per-hash locks, rename installs, racers
  * discard), R8 (LRU by mtime, opens refresh mtime, unbounded by default),
- * R12 (created on first use) and our B6 (open files are not evicted).
+ * R12 (created on first use), our B6 (open files are not evicted), and
+ * the durability markers of B4/B8 (an install reaches the disk in the
+ * background; what a crash may have left unsynced is settled at open).
  */
 #include <check.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 
 #include "../../config/log.h"
 #include "../../tiers/folder.h"
+#include "../../tiers/syncer.h"
 #include "helpers.h"
 
 #define SZ 4096
@@ -347,6 +350,102 @@ START_TEST(test_b4_stale_leftovers_cleaned)
 }
 END_TEST
 
+/* @sub/.unsynced/<hash of shard i>.abcdef, holding @boot. */
+static void leave_marker(const char *sub, int i, const char *boot)
+{
+	char p[PATH_MAX], hash[65];
+
+	hash_n(i, hash);
+	snprintf(p, sizeof(p), "%s/%s/.unsynced/%s.abcdef", root, sub, hash);
+	dv_test_write_file(p, boot, strlen(boot));
+}
+
+static bool has_shard(const char *sub, int i)
+{
+	char p[PATH_MAX], hash[65];
+
+	hash_n(i, hash);
+	snprintf(p, sizeof(p), "%s/%s/%s.tar", root, sub, hash);
+	return access(p, F_OK) == 0;
+}
+
+static int unsynced(const char *sub)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s/.unsynced", root, sub);
+	return dv_test_count_entries(p);
+}
+
+START_TEST(test_b8_install_reaches_disk_in_background)
+{
+	struct dv_tier *t = open_tier("t", 0);
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	ck_assert(has_shard("t", 0));
+	dv_syncer_flush();
+	ck_assert_int_eq(unsynced("t"), 0); /* synced, marker gone */
+	dv_tier_free(t);
+	ck_assert(has_shard("t", 0));
+}
+END_TEST
+
+/* A daemon killed before its sync ran: same boot, the bytes are good. */
+START_TEST(test_b4_unsynced_same_boot_synced_and_kept)
+{
+	struct dv_tier *t = open_tier("t", 0);
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	dv_tier_free(t);
+	ck_assert_str_ne(dv_boot_id(), "");
+	leave_marker("t", 0, dv_boot_id());
+	t = open_tier("t", 0);
+	ck_assert(has_shard("t", 0));
+	ck_assert_int_eq(unsynced("t"), 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* The machine restarted before the sync: the file may hold anything. */
+START_TEST(test_b4_unsynced_other_boot_removed)
+{
+	struct dv_tier *t = open_tier("t", 0);
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	ck_assert_int_eq(install_n(t, 1), 0);
+	dv_tier_free(t);
+	leave_marker("t", 0, "00000000-0000-0000-0000-000000000000");
+	t = open_tier("t", 0);
+	ck_assert(!has_shard("t", 0));
+	ck_assert(has_shard("t", 1)); /* no marker: on disk */
+	ck_assert_int_eq(unsynced("t"), 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* A marker whose shard is being installed right now is its installer's. */
+START_TEST(test_b4_unsynced_of_a_running_install_untouched)
+{
+	char p[PATH_MAX], hash[65];
+	struct dv_tier *t = open_tier("t", 0);
+	int fd;
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	dv_tier_free(t);
+	leave_marker("t", 0, "00000000-0000-0000-0000-000000000000");
+	hash_n(0, hash);
+	snprintf(p, sizeof(p), "%s/t/.locks/%s.lock", root, hash);
+	fd = open(p, O_RDWR | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+	t = open_tier("t", 0);
+	ck_assert(has_shard("t", 0));
+	ck_assert_int_eq(unsynced("t"), 1);
+	dv_tier_free(t);
+	close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("folder");
@@ -365,6 +464,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_b6_open_file_not_evicted);
 	tcase_add_test(tc, test_b6_open_space_not_counted_free);
 	tcase_add_test(tc, test_b4_stale_leftovers_cleaned);
+	tcase_add_test(tc, test_b8_install_reaches_disk_in_background);
+	tcase_add_test(tc, test_b4_unsynced_same_boot_synced_and_kept);
+	tcase_add_test(tc, test_b4_unsynced_other_boot_removed);
+	tcase_add_test(tc, test_b4_unsynced_of_a_running_install_untouched);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,188 @@
+/*
+ * The background syncer (see syncer.h).
+ */
+#include "syncer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../config/log.h"
+
+#define MAX_QUEUED 32
+
+struct job {
+	struct job *next;
+	int fd;
+	int dirfd;
+	char marker[PATH_MAX];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+/* All protected by lock. */
+static struct job *head, *tail;
+static unsigned queued;          /* jobs in the list */
+static bool busy;                /* the worker is running a job */
+static bool stop;                /* the worker is to exit when idle */
+static unsigned users;           /* dv_syncer_hold() minus release */
+static pid_t worker_pid;         /* the process whose worker runs, or 0 */
+static pthread_t worker;
+
+/* Does one job and closes its fds. A failure leaves the marker. */
+static void sync_now(int fd, int dirfd, const char *marker)
+{
+	if (fdatasync(fd) && errno != EINVAL)
+		dv_warn("syncing a cached shard to disk: %s; %s stays, for the next start to check",
+			strerror(errno), marker);
+	else if (fsync(dirfd) && errno != EINVAL)
+		dv_warn("syncing a tier directory: %s; %s stays, for the next start to check",
+			strerror(errno), marker);
+	else if (unlink(marker) && errno != ENOENT)
+		dv_warn("removing %s: %s", marker, strerror(errno));
+	close(fd);
+	close(dirfd);
+}
+
+static void run(struct job *j)
+{
+	sync_now(j->fd, j->dirfd, j->marker);
+	free(j);
+}
+
+static void *worker_main(void *arg)
+{
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		struct job *j;
+
+		while (!head && !stop)
+			pthread_cond_wait(&cond, &lock);
+		if (!head)
+			break;
+		j = head;
+		head = j->next;
+		if (!head)
+			tail = NULL;
+		queued--;
+		busy = true;
+		pthread_mutex_unlock(&lock);
+		run(j);
+		pthread_mutex_lock(&lock);
+		busy = false;
+		pthread_cond_broadcast(&cond);
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* Starts this process's worker unless it runs. Called with lock held. */
+static bool have_worker(void)
+{
+	if (worker_pid == getpid())
+		return !stop;
+	/*
+	 * None yet, or a child of fork(): the list it inherited is its
+	 * parent's work (the parent syncs it), and its worker is not.
+	 */
+	head = tail = NULL;
+	queued = 0;
+	busy = false;
+	stop = false;
+	if (pthread_create(&worker, NULL, worker_main, NULL))
+		return false;
+	worker_pid = getpid();
+	return true;
+}
+
+void dv_syncer_queue(int fd, int dirfd, const char *marker)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j || strlen(marker) >= sizeof(j->marker)) {
+		free(j);
+		sync_now(fd, dirfd, marker);
+		return;
+	}
+	j->fd = fd;
+	j->dirfd = dirfd;
+	memcpy(j->marker, marker, strlen(marker) + 1);
+	pthread_mutex_lock(&lock);
+	if (queued >= MAX_QUEUED || !have_worker()) {
+		pthread_mutex_unlock(&lock);
+		run(j);
+		return;
+	}
+	if (tail)
+		tail->next = j;
+	else
+		head = j;
+	tail = j;
+	queued++;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+void dv_syncer_hold(void)
+{
+	pthread_mutex_lock(&lock);
+	users++;
+	pthread_mutex_unlock(&lock);
+}
+
+void dv_syncer_release(void)
+{
+	bool join = false;
+
+	pthread_mutex_lock(&lock);
+	if (users > 0 && --users == 0 && worker_pid == getpid()) {
+		stop = true;
+		join = true;
+		pthread_cond_broadcast(&cond);
+	}
+	pthread_mutex_unlock(&lock);
+	if (join) {
+		pthread_join(worker, NULL); /* after the last job */
+		pthread_mutex_lock(&lock);
+		worker_pid = 0;
+		pthread_mutex_unlock(&lock);
+	}
+}
+
+void dv_syncer_flush(void)
+{
+	pthread_mutex_lock(&lock);
+	if (worker_pid == getpid()) {
+		while (head || busy)
+			pthread_cond_wait(&cond, &lock);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static char boot_id[40];
+
+static void read_boot_id(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (f) {
+		if (!fgets(boot_id, sizeof(boot_id), f))
+			boot_id[0] = '\0';
+		boot_id[strcspn(boot_id, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+const char *dv_boot_id(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, read_boot_id);
+	return boot_id;
+}

@@ -1,0 +1,50 @@
+/*
+ * Durability off the read path.
+ *
+ * A file installed in a folder tier must reach stable storage before its
+ * name can be trusted after a power loss, but its first reader need not
+ * wait for the disk: the bytes are verified and in the page cache. So an
+ * install first leaves a marker, <tier>/.unsynced/<hash>.XXXXXX holding
+ * the boot id, then renames the file into place and hands the syncer the
+ * job: fdatasync() the file, fsync() the directory, remove the marker.
+ * (The marker is created before the rename and both are journaled in that
+ * order, as ext4 and XFS do, so the name never outlives its marker.)
+ *
+ * A marker found when a tier is opened (folder.c) means the job never ran:
+ * on the same boot the page cache still holds the bytes and they are
+ * synced; after a reboot the file may hold anything and is removed.
+ *
+ * One worker per process, started with the first job (threads do not
+ * survive fork(), and the daemon forks after building its tiers). When
+ * the queue is long the caller does the job itself, so dirty data cannot
+ * pile up without bound.
+ */
+#ifndef DV_SYNCER_H
+#define DV_SYNCER_H
+
+#include <stddef.h>
+
+/*
+ * The current boot id (36 characters), or "" when the kernel does not say
+ * (markers then never match, and files they name are refetched).
+ */
+const char *dv_boot_id(void);
+
+/*
+ * Syncs @fd, then @dirfd, then unlinks @marker (a path), in the
+ * background. Takes ownership of both fds. Never fails: when no worker
+ * can run, the job runs on the caller's thread.
+ */
+void dv_syncer_queue(int fd, int dirfd, const char *marker);
+
+/* Waits until every job queued so far is done. */
+void dv_syncer_flush(void);
+
+/*
+ * A user of the syncer (a folder tier) comes and goes. When the last one
+ * goes, the queue is done and the worker stops.
+ */
+void dv_syncer_hold(void);
+void dv_syncer_release(void);
+
+#endif
