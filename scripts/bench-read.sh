@@ -7,6 +7,7 @@
 #               tier files directly (dd bs=1M, both from the page cache).
 #
 # usage: scripts/bench-read.sh [TOTAL_MIB] [SHARDS]     (default 1024 MiB in 8)
+# DV_BENCH_ROUNDS (default 3) rounds; the last line gives the median ratios.
 # DATAVOFS=build-pt/datavofs runs the passthrough build. Never a pass/fail
 # test: the machine is shared and noisy; it prints figures and ratios.
 #
@@ -22,7 +23,7 @@ set -uo pipefail
 DV_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 total_mib=${1:-1024}
 nshards=${2:-8}
-rounds=${DV_BENCH_ROUNDS:-2}
+rounds=${DV_BENCH_ROUNDS:-3}
 export DATAVOFS=${DATAVOFS:-$DV_ROOT/build/datavofs}
 export DATAVOCTL=${DATAVOCTL:-$DV_ROOT/build/datavoctl}
 # shellcheck source=tests/integration/lib.sh
@@ -53,7 +54,10 @@ hashes=$(python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.lo
 	"$origin/bench/data/manifest.json")
 
 echo "# datavofs read benchmark: $nshards shards, $((bytes >> 20)) MiB, binary $DATAVOFS"
-echo "# prefault before each side: $prefault_mib MiB"
+echo "# prefault before each side: $prefault_mib MiB; $rounds rounds, medians at the end"
+declare -A ratios=()
+note() { ratios[$1]="${ratios[$1]:-} $2"; }
+median() { python3 -c 'import statistics, sys; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' $1; }
 for r in $(seq 1 "$rounds"); do
 	# Both sides start with nothing dirty in the page cache: writeback of
 	# the generated shards would otherwise slow whichever side runs first.
@@ -64,8 +68,11 @@ for r in $(seq 1 "$rounds"); do
 	t0=$(now)
 	for h in $hashes; do curl -fsS -o "$dl/$h.tar" "$NGINX_URL/shards/$h.tar"; done
 	t1=$(now)
+	sync
+	t2=$(now)
 	rm -rf "$dl"
 	curl_gbps=$(gbps $bytes "$t0" "$t1")
+	curl_disk=$(gbps $bytes "$t0" "$t2")
 
 	tier=$(dv_tmp tier)
 	cfg="$DV_WORK/bench$r.yaml"
@@ -78,8 +85,14 @@ for r in $(seq 1 "$rounds"); do
 	t0=$(now)
 	read_all "${files[@]}"
 	t1=$(now)
+	sync
+	t2=$(now)
 	cold=$(gbps $bytes "$t0" "$t1")
-	echo "round $r cold epoch: datavofs $cold GB/s, curl $curl_gbps GB/s, ratio $(ratio "$cold" "$curl_gbps")"
+	cold_disk=$(gbps $bytes "$t0" "$t2")
+	echo "round $r cold epoch: datavofs $cold GB/s, curl $curl_gbps GB/s, ratio $(ratio "$cold" "$curl_gbps")" \
+		"(until on disk, each side then running sync: $cold_disk vs $curl_disk GB/s, ratio $(ratio "$cold_disk" "$curl_disk"))"
+	note cold "$(ratio "$cold" "$curl_gbps")"
+	note cold_disk "$(ratio "$cold_disk" "$curl_disk")"
 
 	direct=("$tier"/*.tar)
 	for epoch in 2 3; do
@@ -92,10 +105,14 @@ for r in $(seq 1 "$rounds"); do
 		t1=$(now)
 		dir=$(gbps $bytes "$t0" "$t1")
 		echo "round $r warm epoch $epoch: mount $warm GB/s, direct $dir GB/s, ratio $(ratio "$warm" "$dir")"
+		note "warm$epoch" "$(ratio "$warm" "$dir")"
 	done
-	echo "round $r read path: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_path"])' "$mnt/.datavo/status")"
+	path=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_path"])' "$mnt/.datavo/status")
+	echo "round $r read path: $path"
 	dv_umount "$mnt" >/dev/null
 	rm -rf "$tier"
 done
+echo "median ratios ($path): cold $(median "${ratios[cold]}") (until on disk $(median "${ratios[cold_disk]}")," \
+	"warm epoch 2 $(median "${ratios[warm2]}"), warm epoch 3 $(median "${ratios[warm3]}")"
 pass "benchmark ran"
 summary >/dev/null
