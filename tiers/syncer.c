@@ -82,18 +82,42 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * fork() copies the lock as it is and none of the threads: the child
+ * starts with a lock nobody holds and no work, since the list it inherited
+ * is its parent's (the parent syncs it).
+ */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	pthread_cond_init(&cond, NULL);
+	head = tail = NULL;
+	queued = 0;
+	busy = false;
+	stop = false;
+	worker_pid = 0;
+}
+
+static void register_fork_handlers(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
 /* Starts this process's worker unless it runs. Called with lock held. */
 static bool have_worker(void)
 {
 	if (worker_pid == getpid())
 		return !stop;
-	/*
-	 * None yet, or a child of fork(): the list it inherited is its
-	 * parent's work (the parent syncs it), and its worker is not.
-	 */
-	head = tail = NULL;
-	queued = 0;
-	busy = false;
 	stop = false;
 	if (pthread_create(&worker, NULL, worker_main, NULL))
 		return false;
@@ -131,6 +155,9 @@ void dv_syncer_queue(int fd, int dirfd, const char *marker)
 
 void dv_syncer_hold(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, register_fork_handlers);
 	pthread_mutex_lock(&lock);
 	users++;
 	pthread_mutex_unlock(&lock);
