@@ -7,7 +7,7 @@
 #               tier files directly (dd bs=1M, both from the page cache).
 #
 # usage: scripts/bench-read.sh [TOTAL_MIB] [SHARDS]     (default 1024 MiB in 8)
-# DV_BENCH_ROUNDS (default 3) rounds; the last line gives the median ratios.
+# DV_BENCH_ROUNDS (default 4) rounds; the last line gives the median ratios.
 # DATAVOFS=build-pt/datavofs runs the passthrough build. Never a pass/fail
 # test: the machine is shared and noisy; it prints figures and ratios.
 #
@@ -23,7 +23,7 @@ set -uo pipefail
 DV_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 total_mib=${1:-1024}
 nshards=${2:-8}
-rounds=${DV_BENCH_ROUNDS:-3}
+rounds=${DV_BENCH_ROUNDS:-4}
 export DATAVOFS=${DATAVOFS:-$DV_ROOT/build/datavofs}
 export DATAVOCTL=${DATAVOCTL:-$DV_ROOT/build/datavoctl}
 # shellcheck source=tests/integration/lib.sh
