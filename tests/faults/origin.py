@@ -292,6 +292,17 @@ class Handler(BaseHTTPRequestHandler):
         if kind in ("badlen", "truncate", "reset", "stall"):
             self.send_header("Connection", "close")
             self.close_connection = True
+        if kind == "bigheaders" and self.command != "HEAD":
+            # Logged first: the client gives up while the headers are still
+            # going out, and the failed write would skip the log line.
+            self._log(code, kind, rng_text, 0)
+            self.close_connection = True
+            try:
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                pass
+            return
         self.end_headers()
         if self.command == "HEAD":
             self._log(code, kind, rng_text, 0)
