@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Parses a size: a decimal integer, optionally followed by B, KB, MB, GB,
@@ -54,5 +55,11 @@ int dv_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Physical memory in bytes, 0 if unknown. */
 uint64_t dv_physical_memory(void);
+
+/*
+ * mkdir -p; each directory it creates gets exactly @mode (the umask does
+ * not apply: an origin must stay readable by a web server). 0 or -errno.
+ */
+int dv_mkdir_p(const char *path, mode_t mode);
 
 #endif

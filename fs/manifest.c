@@ -890,42 +890,6 @@ int dv_doc_write_atomic(const char *path, const struct iovec *iov, int iovcnt,
 }
 
 /* mkdir, then chmod: a directory gets @mode whatever the umask. */
-static int make_dir(const char *path, mode_t mode)
-{
-	if (mkdir(path, mode) < 0)
-		return errno == EEXIST ? 0 : -errno;
-	return chmod(path, mode) < 0 ? -errno : 0;
-}
-
-int dv_mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-	size_t len = strlen(path);
-	char *p;
-	int ret;
-
-	if (len == 0 || len >= sizeof(buf))
-		return len ? -ENAMETOOLONG : -EINVAL;
-	memcpy(buf, path, len + 1);
-	/* Each '/' after the first byte ends a prefix to create. */
-	p = strchr(buf + 1, '/');
-	while (p) {
-		*p = '\0';
-		ret = make_dir(buf, mode);
-		if (ret)
-			return ret;
-		*p = '/';
-		p = strchr(p + 1, '/');
-	}
-	ret = make_dir(buf, mode);
-	if (ret)
-		return ret;
-	if (stat(path, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 int dv_doc_read(const char *path, size_t max, char **out, size_t *len,
 		time_t *mtime)
 {

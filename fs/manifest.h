@@ -106,11 +106,6 @@ bool dv_valid_dataset_name(const char *s);
 int dv_doc_write_atomic(const char *path, const struct iovec *iov, int iovcnt,
 			mode_t mode, time_t mtime);
 
-/*
- * mkdir -p; each directory it creates gets exactly @mode (the umask does
- * not apply: an origin must stay readable by a web server). 0 or -errno.
- */
-int dv_mkdir_p(const char *path, mode_t mode);
 
 /*
  * Reads a whole regular file of at most @max bytes into a NUL-terminated

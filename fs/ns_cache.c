@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../config/log.h"
+#include "../config/util.h"
 #include "../tiers/origin.h"
 #include "manifest.h"
 

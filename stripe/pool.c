@@ -38,27 +38,6 @@ const char *dv_stripe_default_state_base(char *buf, size_t len)
 	return buf;
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* ---- devices ---- */
 
 struct devinfo {
@@ -397,7 +376,7 @@ int dv_stripe_pool_open(struct dv_stripe_pool *p, char *const *paths, size_t n,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = mkdir_p(p->state_dir);
+	ret = dv_mkdir_p(p->state_dir, 0755);
 	if (ret) {
 		snprintf(err, errlen, "cannot create %s: %s", p->state_dir,
 			 strerror(-ret));

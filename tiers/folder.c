@@ -59,27 +59,6 @@ const char *dv_folder_tier_path(struct dv_tier *t)
 	return folder_downcast(t)->path;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int sub_path(struct folder_tier *ft, char *buf, const char *sub,
 		    const char *name, const char *suffix)
 {
@@ -131,7 +110,7 @@ static int make_dirs(struct folder_tier *ft)
 	char buf[PATH_MAX];
 	int ret;
 
-	ret = mkdir_p(ft->path, 0755);
+	ret = dv_mkdir_p(ft->path, 0755);
 	if (ret) {
 		dv_err("tier '%s': cannot create %s: %s", ft->base.name,
 		       ft->path, strerror(-ret));
