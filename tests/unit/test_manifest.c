@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../config/util.h"
 #include "../../fs/manifest.h"
 #include "../../tiers/sink.h"
 #include "helpers.h"

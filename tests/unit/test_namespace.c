@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../config/log.h"
+#include "../../config/util.h"
 #include "../../fs/manifest.h"
 #include "../../fs/namespace.h"
 #include "../../fs/publish.h"

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "../../config/util.h"
 #include "../../fs/manifest.h"
 #include "../../fs/publish.h"
 #include "../../tiers/sink.h"
