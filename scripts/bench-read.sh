@@ -115,7 +115,7 @@ for r in $(seq 1 "$rounds"); do
 	dv_umount "$mnt" >/dev/null
 	rm -rf "$tier"
 done
-echo "median ratios ($path): cold $(median "${ratios[cold]}") (until on disk $(median "${ratios[cold_disk]}")," \
+echo "median ratios ($path): cold $(median "${ratios[cold]}") (until on disk $(median "${ratios[cold_disk]}"))," \
 	"warm epoch 2 $(median "${ratios[warm2]}"), warm epoch 3 $(median "${ratios[warm3]}")"
 pass "benchmark ran"
 summary >/dev/null
