@@ -156,8 +156,8 @@ fuzz:
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
-# fuzz_http.c includes tiers/http.c and tiers/origin_http.c (their static
-# parsers): the archive's http.o and origin_http.o are then never pulled in.
+# fuzz_http.c includes tiers/http.c and tiers/http_sink.c (their static
+# parsers): the archive's http.o and http_sink.o are then never pulled in.
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBFS) $(LIBDV)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIBFS) $(LIBDV) \

@@ -23,6 +23,7 @@
 
 #include "../config/log.h"
 #include "../config/util.h"
+#include "http_sink.h"
 
 #define SHOWN_MAX 1024
 #define DENIED_LOG_EVERY 30 /* s between two detailed access-denied lines */
@@ -395,7 +396,6 @@ int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
 	int ret;
 
 	memset(resp, 0, sizeof(*resp));
-	c->problem[0] = '\0';
 	ret = dv_az_creds_get(a->creds, &auth);
 	if (ret) {
 		snprintf(resp->detail, sizeof(resp->detail),
@@ -423,7 +423,7 @@ int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
 	if (ret == -EACCES)
 		log_denied(a, c, resp);
 out:
-	if (ret && c->problem[0])
+	if (ret && c->problem && c->problem[0])
 		snprintf(resp->detail, sizeof(resp->detail), "%s", c->problem);
 	explicit_bzero(sig, sizeof(sig));
 	dv_az_free_secret(url);
@@ -502,18 +502,20 @@ int dv_azure_lookup(struct dv_tier *t, const char *hash, uint64_t size)
 
 struct download {
 	struct az_call call;
-	struct dv_sink *sink;
-	uint64_t size;
+	struct dv_http_sink_get get;
 	char range[64];
 };
 
+/* Azure signs the Range, so it is ours; asked for even from byte 0. */
 static void set_range(struct download *d)
 {
+	dv_http_sink_prepare(&d->get, NULL);
+	d->get.ranged = d->get.size > 0;
 	d->call.range = NULL;
-	if (d->size == 0)
+	if (!d->get.ranged)
 		return;
 	snprintf(d->range, sizeof(d->range), "bytes=%" PRIu64 "-%" PRIu64,
-		 d->sink->written, d->size - 1);
+		 d->get.sink->written, d->get.size - 1);
 	d->call.range = d->range;
 }
 
@@ -522,60 +524,31 @@ static void download_reset(struct az_call *c)
 	set_range((struct download *)c);
 }
 
-static int download_start(void *arg, const struct dv_http_response *resp)
-{
-	struct download *d = arg;
-	uint64_t have = d->sink->written;
-
-	if (resp->status == 206 && resp->has_range &&
-	    resp->range_start == have &&
-	    (!resp->range_total || resp->range_total == d->size))
-		return 0;
-	if (resp->status == 200 &&
-	    (!resp->has_length || resp->content_length == d->size))
-		return have ? dv_sink_reset(d->sink) : 0;
-	snprintf(d->call.problem, sizeof(d->call.problem),
-		 "HTTP %ld does not answer %s of a %" PRIu64 "-byte blob",
-		 resp->status, d->call.range ? d->call.range : "a GET",
-		 d->size);
-	return -EPROTO;
-}
-
-static int download_body(void *arg, const void *buf, size_t len)
-{
-	struct download *d = arg;
-	int ret = dv_sink_write(d->sink, buf, len);
-
-	if (ret == -EFBIG) {
-		snprintf(d->call.problem, sizeof(d->call.problem),
-			 "body longer than the expected %" PRIu64 " bytes",
-			 d->size);
-		return -EPROTO;
-	}
-	return ret;
-}
-
 static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
 			  struct dv_sink *sink)
 {
 	struct azure_tier *a = dv_azure_downcast(t);
-	struct download d = { .sink = sink, .size = size };
+	char who[256], shown[SHOWN_MAX];
+	struct download d = { .get = { .sink = sink, .size = size, .who = who,
+				       .shown = shown } };
 	struct dv_http_response resp;
 	unsigned tries = 0;
 	int ret;
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
+	snprintf(who, sizeof(who), "tier '%s'", t->name);
+	dv_azure_shown(a, hash, shown, sizeof(shown));
 	d.call = (struct az_call){
-		.method = "GET", .hash = hash, .on_start = download_start,
-		.on_body = download_body, .arg = &d,
+		.method = "GET", .hash = hash, .on_start = dv_http_sink_start,
+		.on_body = dv_http_sink_body, .arg = &d.get,
+		.problem = d.get.problem,
 	};
 	/* A body cut short is resumed from where it stopped, a few times. */
 	do {
 		set_range(&d);
 		ret = dv_azure_request(a, &d.call, &resp, download_reset);
-		if (ret == 0 && sink->written < size)
-			ret = -EPIPE;
+		ret = dv_http_sink_finish(&d.get, ret, &resp);
 	} while (ret == -EPIPE && ++tries <= a->http.retries);
 	if (ret == 0)
 		dv_debug("tier '%s': downloaded %s (%" PRIu64 " bytes)", t->name,

@@ -41,7 +41,8 @@ struct az_call {
 	dv_http_start_fn on_start;
 	dv_http_body_fn on_body;
 	void *arg;
-	char problem[200];            /* why on_start/on_body refused */
+	const char *problem;          /* why on_start/on_body refused (the
+				       * caller clears it), or NULL */
 };
 
 /*

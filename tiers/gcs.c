@@ -25,8 +25,8 @@
 #include "../config/log.h"
 #include "../config/util.h"
 #include "gcs_json.h"
+#include "http_sink.h"
 
-#define PROBLEM_MAX 200
 #define REASON_MAX 200
 
 struct gcs_tier *dv_gcs_downcast(struct dv_tier *t)
@@ -282,121 +282,36 @@ static int gcs_lookup(struct dv_tier *t, const char *hash, uint64_t size)
 /* ---- download ---- */
 
 struct get_ctx {
-	struct gcs_tier *g;
 	const char *url;
-	const char *shown;
-	uint64_t size;
-	struct dv_sink *sink;
-	bool ranged;                /* this attempt asked for a Range */
-	char problem[PROBLEM_MAX];  /* why this attempt's answer was refused */
+	struct dv_http_sink_get get;
 };
-
-static int check_partial(struct get_ctx *s, const struct dv_http_response *resp)
-{
-	uint64_t have = s->sink->written;
-
-	if (s->ranged && resp->has_range && resp->range_start == have &&
-	    (!resp->range_total || resp->range_total == s->size))
-		return 0;
-	snprintf(s->problem, sizeof(s->problem),
-		 "HTTP 206 with Content-Range %" PRIu64 "-%" PRIu64 "/%" PRIu64
-		 " for bytes=%" PRIu64 "- of %" PRIu64, resp->range_start,
-		 resp->range_end, resp->range_total, have, s->size);
-	return -EPROTO;
-}
-
-static int get_start(void *arg, const struct dv_http_response *resp)
-{
-	struct get_ctx *s = arg;
-	int ret;
-
-	if (resp->status == 206)
-		return check_partial(s, resp);
-	if (resp->status != 200) {
-		snprintf(s->problem, sizeof(s->problem), "unexpected HTTP %ld",
-			 resp->status);
-		return -EPROTO;
-	}
-	if (resp->has_length && resp->content_length != s->size) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "Content-Length %" PRIu64 ", expected %" PRIu64,
-			 resp->content_length, s->size);
-		return -EPROTO;
-	}
-	if (s->sink->written == 0)
-		return 0;
-	/* The whole object again (the emulator's answer to some ranges). */
-	dv_info("tier '%s': GET %s: the range was answered with the whole object, starting over",
-		s->g->base.name, s->shown);
-	ret = dv_sink_reset(s->sink);
-	if (ret)
-		snprintf(s->problem, sizeof(s->problem),
-			 "cannot restart the staging file: %s", strerror(-ret));
-	return ret;
-}
-
-static int get_body(void *arg, const void *buf, size_t len)
-{
-	struct get_ctx *s = arg;
-	int ret = dv_sink_write(s->sink, buf, len);
-
-	if (ret == -EFBIG) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "body longer than the expected %" PRIu64 " bytes",
-			 s->size);
-		return -EPROTO;
-	}
-	if (ret)
-		snprintf(s->problem, sizeof(s->problem),
-			 "writing the staging file: %s", strerror(-ret));
-	return ret;
-}
 
 static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
 		       struct dv_http_response *resp)
 {
 	struct get_ctx *s = arg;
 	const char *headers[] = { auth, NULL };
-	struct dv_http_request req = {
-		.url = s->url,
-		.headers = headers,
-		.ranged = s->sink->written > 0,
-		.range_start = s->sink->written,
-		.on_start = get_start,
-		.on_body = get_body,
-		.arg = s,
-	};
+	struct dv_http_request req = { .url = s->url, .headers = headers };
 	int ret;
 
 	/* Every byte came before the connection broke. */
-	if (s->size > 0 && s->sink->written == s->size)
+	if (s->get.size > 0 && s->get.sink->written == s->get.size)
 		return 0;
-	s->ranged = req.ranged;
-	s->problem[0] = '\0';
-	if (s->ranged)
-		dv_info("tier '%s': GET %s: resuming at byte %" PRIu64,
-			g->base.name, s->shown, req.range_start);
+	dv_http_sink_prepare(&s->get, &req);
 	ret = dv_http_perform(&g->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);
-	if (ret == 0 && s->sink->written < s->size) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "body ended at byte %" PRIu64 " of %" PRIu64,
-			 s->sink->written, s->size);
-		ret = -EPIPE;
-	}
-	if (ret < 0 && s->problem[0])
-		snprintf(resp->detail, sizeof(resp->detail), "%s", s->problem);
-	return ret;
+	return dv_http_sink_finish(&s->get, ret, resp);
 }
 
 static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
 			struct dv_sink *sink)
 {
 	struct gcs_tier *g = dv_gcs_downcast(t);
-	struct get_ctx s = { .g = g, .size = size, .sink = sink };
+	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8], who[256];
+	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = who,
+				      .shown = shown } };
 	struct dv_http_response resp;
-	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8];
 	char *name, *url = NULL;
 	int ret;
 
@@ -410,8 +325,8 @@ static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
 	}
 	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "GET %s", shown);
+	snprintf(who, sizeof(who), "tier '%s'", t->name);
 	s.url = url;
-	s.shown = shown;
 	ret = dv_gcs_request(g, what, get_attempt, &s, &resp);
 	free(url);
 	free(name);

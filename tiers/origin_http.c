@@ -22,12 +22,12 @@
 #include "../config/log.h"
 #include "../config/util.h"
 #include "http.h"
+#include "http_sink.h"
 #include "origin_impl.h"
 #include "origin.h"
 #include "sink.h"
 
 #define SHOWN_MAX 1024
-#define PROBLEM_MAX 200
 
 struct http_origin {
 	struct dv_origin base;
@@ -232,127 +232,31 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 /* ---- shards ---- */
 
 struct shard_ctx {
-	struct http_origin *o;
 	const char *url;
-	const char *shown;
-	uint64_t size;
-	struct dv_sink *sink;
-	bool ranged;                /* this attempt asked for a Range */
-	char problem[PROBLEM_MAX];  /* why this attempt's answer was refused */
+	struct dv_http_sink_get get;
 };
-
-static int check_partial(struct shard_ctx *s,
-			 const struct dv_http_response *resp)
-{
-	uint64_t have = s->sink->written;
-
-	if (!s->ranged || !resp->has_range) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "HTTP 206 without a Content-Range we asked for");
-		return -EPROTO;
-	}
-	if (resp->range_start != have ||
-	    (resp->range_total && resp->range_total != s->size)) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "Content-Range %llu-%llu/%llu does not answer bytes=%llu- of %llu",
-			 (unsigned long long)resp->range_start,
-			 (unsigned long long)resp->range_end,
-			 (unsigned long long)resp->range_total,
-			 (unsigned long long)have, (unsigned long long)s->size);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static int shard_start(void *arg, const struct dv_http_response *resp)
-{
-	struct shard_ctx *s = arg;
-	int ret;
-
-	if (resp->status == 206)
-		return check_partial(s, resp);
-	if (resp->status != 200) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "unexpected HTTP %ld", resp->status);
-		return -EPROTO;
-	}
-	if (resp->has_length && resp->content_length != s->size) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "Content-Length %llu, expected %llu",
-			 (unsigned long long)resp->content_length,
-			 (unsigned long long)s->size);
-		return -EPROTO;
-	}
-	if (s->sink->written == 0)
-		return 0;
-	dv_info("origin: %s: Range ignored by the server, starting over",
-		s->shown);
-	ret = dv_sink_reset(s->sink);
-	if (ret)
-		snprintf(s->problem, sizeof(s->problem),
-			 "cannot restart the staging file: %s", strerror(-ret));
-	return ret;
-}
-
-static int shard_body(void *arg, const void *buf, size_t len)
-{
-	struct shard_ctx *s = arg;
-	int ret = dv_sink_write(s->sink, buf, len);
-
-	if (ret == 0) {
-		__atomic_fetch_add(&s->o->base.bytes, len, __ATOMIC_RELAXED);
-		return 0;
-	}
-	if (ret == -EFBIG) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "body longer than the expected %llu bytes",
-			 (unsigned long long)s->size);
-		return -EPROTO;
-	}
-	snprintf(s->problem, sizeof(s->problem),
-		 "writing the staging file: %s", strerror(-ret));
-	return ret;
-}
 
 static int shard_attempt(struct http_origin *o, void *arg,
 			 struct dv_http_response *resp)
 {
 	struct shard_ctx *s = arg;
-	struct dv_http_request req = {
-		.url = s->url,
-		.ranged = s->sink->written > 0,
-		.range_start = s->sink->written,
-		.on_start = shard_start,
-		.on_body = shard_body,
-		.arg = s,
-	};
+	struct dv_http_request req = { .url = s->url };
 	int ret;
 
-	s->ranged = req.ranged;
-	s->problem[0] = '\0';
-	if (s->ranged)
-		dv_info("origin: GET %s: resuming at byte %llu", s->shown,
-			(unsigned long long)req.range_start);
+	dv_http_sink_prepare(&s->get, &req);
 	ret = dv_http_perform(&o->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);
-	if (ret == 0 && s->sink->written < s->size) {
-		snprintf(s->problem, sizeof(s->problem),
-			 "body ended at byte %llu of %llu",
-			 (unsigned long long)s->sink->written,
-			 (unsigned long long)s->size);
-		ret = -EPIPE;
-	}
-	if (ret < 0 && s->problem[0])
-		snprintf(resp->detail, sizeof(resp->detail), "%s", s->problem);
-	return ret;
+	return dv_http_sink_finish(&s->get, ret, resp);
 }
 
 static int http_fetch_shard(struct dv_origin *base, const char *hash,
 			    uint64_t size, struct dv_sink *sink)
 {
 	struct http_origin *o = downcast(base);
-	struct shard_ctx s = { .o = o, .size = size, .sink = sink };
+	struct shard_ctx s = { .get = { .sink = sink, .size = size,
+					.who = "origin",
+					.bytes = &base->bytes } };
 	char rel[80], shown[SHOWN_MAX];
 	struct dv_http_response resp;
 	char *url;
@@ -369,7 +273,7 @@ static int http_fetch_shard(struct dv_origin *base, const char *hash,
 		return -ENOMEM;
 	shown_url(o, rel, shown, sizeof(shown));
 	s.url = url;
-	s.shown = shown;
+	s.get.shown = shown;
 	ret = with_retries(o, shown, shard_attempt, &s, &resp, DV_LOG_WARNING);
 	free(url);
 	return ret;

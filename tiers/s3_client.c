@@ -19,10 +19,10 @@
 #include <time.h>
 
 #include "../config/log.h"
+#include "http_sink.h"
 #include "sigv4.h"
 
 #define MAX_CALL_HEADERS (DV_SIGV4_MAX_HEADERS + 8)
-#define PROBLEM_MAX 200
 
 static const char *env(const char *name)
 {
@@ -419,108 +419,33 @@ int dv_s3_head(struct dv_s3 *s, const char *key, uint64_t *size)
 /* ---- GET into a sink ---- */
 
 struct get_ctx {
-	struct dv_s3 *s;
 	const char *key;
-	uint64_t size;
-	struct dv_sink *sink;
-	bool ranged;
-	char problem[PROBLEM_MAX];
+	struct dv_http_sink_get get;
 };
-
-static int get_start(void *arg, const struct dv_http_response *resp)
-{
-	struct get_ctx *g = arg;
-	uint64_t have = g->sink->written;
-	int ret;
-
-	if (resp->status == 206) {
-		if (g->ranged && resp->has_range && resp->range_start == have &&
-		    (!resp->range_total || resp->range_total == g->size))
-			return 0;
-		snprintf(g->problem, sizeof(g->problem),
-			 "a 206 answer that does not match bytes=%llu-",
-			 (unsigned long long)have);
-		return -EPROTO;
-	}
-	if (resp->has_length && resp->content_length != g->size) {
-		snprintf(g->problem, sizeof(g->problem),
-			 "Content-Length %llu, expected %llu",
-			 (unsigned long long)resp->content_length,
-			 (unsigned long long)g->size);
-		return -EPROTO;
-	}
-	if (have == 0)
-		return 0;
-	/* The Range was ignored: the whole object again, from byte 0. */
-	ret = dv_sink_reset(g->sink);
-	if (ret)
-		snprintf(g->problem, sizeof(g->problem),
-			 "cannot restart the staging file: %s", strerror(-ret));
-	return ret;
-}
-
-static int get_body(void *arg, const void *buf, size_t len)
-{
-	struct get_ctx *g = arg;
-	int ret = dv_sink_write(g->sink, buf, len);
-
-	if (ret == -EFBIG) {
-		snprintf(g->problem, sizeof(g->problem),
-			 "body longer than the expected %llu bytes",
-			 (unsigned long long)g->size);
-		return -EPROTO;
-	}
-	if (ret)
-		snprintf(g->problem, sizeof(g->problem),
-			 "writing the staging file: %s", strerror(-ret));
-	return ret;
-}
 
 static int get_attempt(struct dv_s3 *s, void *arg,
 		       struct dv_http_response *resp)
 {
 	struct get_ctx *g = arg;
-	struct dv_s3_call call = {
-		.method = "GET",
-		.key = g->key,
-		.req = {
-			.ranged = g->sink->written > 0,
-			.range_start = g->sink->written,
-			.on_start = get_start,
-			.on_body = get_body,
-			.arg = g,
-		},
-	};
-	char shown[512];
+	struct dv_s3_call call = { .method = "GET", .key = g->key };
 	int ret;
 
-	g->ranged = call.req.ranged;
-	g->problem[0] = '\0';
-	if (g->ranged) {
-		dv_s3_shown(s, g->key, shown, sizeof(shown));
-		dv_info("%s: GET %s: resuming at byte %llu", s->who, shown,
-			(unsigned long long)call.req.range_start);
-	}
+	dv_http_sink_prepare(&g->get, &call.req);
 	ret = dv_s3_call(s, &call, resp);
 	if (ret == 1)
 		ret = -EPROTO;
-	if (ret == 0 && g->sink->written < g->size) {
-		snprintf(g->problem, sizeof(g->problem),
-			 "body ended at byte %llu of %llu",
-			 (unsigned long long)g->sink->written,
-			 (unsigned long long)g->size);
-		ret = -EPIPE;
-	}
-	if (ret < 0 && g->problem[0])
-		snprintf(resp->detail, sizeof(resp->detail), "%s", g->problem);
-	return ret;
+	return dv_http_sink_finish(&g->get, ret, resp);
 }
 
 int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,
 	      struct dv_sink *sink)
 {
-	struct get_ctx g = { .s = s, .key = key, .size = size, .sink = sink };
+	char shown[512];
+	struct get_ctx g = { .key = key, .get = { .sink = sink, .size = size,
+						  .who = s->who,
+						  .shown = shown } };
 
+	dv_s3_shown(s, key, shown, sizeof(shown));
 	return with_retries(s, "GET", key, get_attempt, &g, DV_LOG_WARNING);
 }
 

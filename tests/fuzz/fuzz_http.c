@@ -2,13 +2,13 @@
  * libFuzzer target: what an HTTP server sends back for a shard, without a
  * network. tiers/http.c's header callback (status lines, Content-Length,
  * Content-Range, ETag, the header limits) and body callback are driven as
- * libcurl drives them, into tiers/origin_http.c's shard callbacks (Range
+ * libcurl drives them, into tiers/http_sink.c's shard callbacks (Range
  * resume checks, Content-Length checks, Range ignored → restart) and a real
  * verifying sink on a memfd.
  *
  * Both .c files are included so that their static functions are reachable
  * without exporting test hooks from tiers/; the library's http.o and
- * origin_http.o are then not linked (every symbol they define is here).
+ * http_sink.o are then not linked (every symbol they define is here).
  *
  * Input: 8 bytes of parameters, then header lines separated by '\n' up to
  * an empty line (each is handed over with CRLF, as libcurl does: a status
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 
 #include "../../tiers/http.c"
-#include "../../tiers/origin_http.c"
+#include "../../tiers/http_sink.c"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -75,10 +75,9 @@ static void run_answer(const uint8_t *data, size_t size)
 	uint64_t have = (flags & 1) ? u24(data + 4) % (shard_size + 1) : 0;
 	size_t piece = (size_t)data[7] + 1;
 	const char *p = (const char *)data + 8, *end = (const char *)data + size;
-	struct http_origin o;
 	struct dv_sink sink;
 	uint8_t digest[32] = { 0 };
-	struct shard_ctx s;
+	struct dv_http_sink_get g;
 	struct dv_http_request req;
 	struct dv_http_response resp;
 	struct xfer x;
@@ -90,22 +89,15 @@ static void run_answer(const uint8_t *data, size_t size)
 		return;
 	if (have && dv_sink_write(&sink, zeros, (size_t)have))
 		goto out;
-	memset(&o, 0, sizeof(o));
-	memset(&s, 0, sizeof(s));
-	s.o = &o;
-	s.url = "http://127.0.0.1/shards/x.tar";
-	s.shown = s.url;
-	s.size = shard_size;
-	s.sink = &sink;
-	s.ranged = have > 0;
+	memset(&g, 0, sizeof(g));
+	g.who = "origin";
+	g.shown = "http://127.0.0.1/shards/x.tar";
+	g.size = shard_size;
+	g.sink = &sink;
 	memset(&req, 0, sizeof(req));
-	req.url = s.url;
-	req.ranged = have > 0;
-	req.range_start = have;
+	req.url = g.shown;
 	req.max_body = (flags & 2) ? shard_size : 0;
-	req.on_start = shard_start;
-	req.on_body = shard_body;
-	req.arg = &s;
+	dv_http_sink_prepare(&g, &req);
 	memset(&resp, 0, sizeof(resp));
 	memset(&x, 0, sizeof(x));
 	x.req = &req;
@@ -145,7 +137,7 @@ static void run_answer(const uint8_t *data, size_t size)
 		free(buf);
 		p += n;
 	}
-	/* What shard_attempt would conclude, then the sink's verdict. */
+	/* What dv_http_sink_finish would conclude, then the sink's verdict. */
 	if (resp.status >= 200 && resp.status <= 299 && x.started &&
 	    sink.written > shard_size)
 		abort(); /* the sink must never hold more than the shard */
