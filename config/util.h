@@ -62,4 +62,10 @@ uint64_t dv_physical_memory(void);
  */
 int dv_mkdir_p(const char *path, mode_t mode);
 
+/*
+ * Reads exactly @len bytes at @off of @fd, again after EINTR and short
+ * reads. 0, -errno, or -EIO when the file ends first.
+ */
+int dv_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 #endif

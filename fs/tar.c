@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../config/util.h"
+
 #define TAR_BLOCK 512
 #define TAR_PAX_MAX (64u << 10)   /* a pax extended header */
 
@@ -128,24 +130,6 @@ static void pax_path(const char *rec, size_t len, char *out)
 	}
 }
 
-/* Reads @len bytes at @off of @fd. */
-static int read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-				  (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 
 /* Reads the payload of a long-name or pax header at @off into @name. */
 static int tar_ext_name(int fd, char type, uint64_t off, uint64_t size,
@@ -159,7 +143,7 @@ static int tar_ext_name(int fd, char type, uint64_t off, uint64_t size,
 	buf = malloc((size_t)size + 1);
 	if (!buf)
 		return -ENOMEM;
-	ret = read_at(fd, buf, (size_t)size, off);
+	ret = dv_pread_full(fd, buf, (size_t)size, off);
 	buf[size] = '\0';
 	if (ret == 0 && type == 'L')
 		memcpy(name, buf, strlen(buf) + 1);
@@ -179,7 +163,7 @@ int dv_tar_members(int fd, uint64_t fsize, const char *label,
 	int ret;
 
 	while (off + TAR_BLOCK <= fsize) {
-		ret = read_at(fd, h, TAR_BLOCK, off);
+		ret = dv_pread_full(fd, h, TAR_BLOCK, off);
 		if (ret)
 			return fail(err, errlen, ret, "%s: %s", label,
 				    strerror(-ret));

@@ -28,6 +28,7 @@
 #include <xxhash.h>
 
 #include "../config/log.h"
+#include "../config/util.h"
 
 #define QD_MIN 16u
 #define QD_MAX 64u
@@ -366,23 +367,6 @@ struct wbuf {
 	struct dv_io_batch batch;
 };
 
-static int read_src(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-				  (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO; /* the source shrank */
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 static int sync_devices(struct dv_stripe_io *io, const bool *used)
 {
 	for (unsigned d = 0; d < io->ndev; d++) {
@@ -434,7 +418,7 @@ static int write_chunks(struct dv_stripe_io *io, struct dv_ring *ring,
 				break;
 			stall_here(stall);
 		}
-		ret = read_src(src_fd, b->buf, (size_t)len, i * io->chunk_bytes);
+		ret = dv_pread_full(src_fd, b->buf, (size_t)len, i * io->chunk_bytes);
 		if (ret)
 			break;
 		memset((char *)b->buf + len, 0, (size_t)(padded - len));

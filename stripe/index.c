@@ -284,25 +284,6 @@ bad:
 
 /* ---- replay ---- */
 
-static int read_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-				  (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* Reads records from ix->bytes on; stops at the first bad one. */
 static int replay(struct dv_stripe_index *ix, uint64_t file_len)
 {
@@ -314,7 +295,7 @@ static int replay(struct dv_stripe_index *ix, uint64_t file_len)
 	while (ix->bytes + REC_FRAME <= file_len) {
 		uint32_t len;
 
-		if (read_full(ix->fd, frame, 8, ix->bytes) ||
+		if (dv_pread_full(ix->fd, frame, 8, ix->bytes) ||
 		    dv_get_le32(frame) != REC_MAGIC)
 			break;
 		len = dv_get_le32(frame + 4);
@@ -331,7 +312,7 @@ static int replay(struct dv_stripe_index *ix, uint64_t file_len)
 			cap = len + 12;
 		}
 		memcpy(buf, frame + 4, 4);
-		if (read_full(ix->fd, buf + 4, len + 8, ix->bytes + 8) ||
+		if (dv_pread_full(ix->fd, buf + 4, len + 8, ix->bytes + 8) ||
 		    dv_get_le64(buf + 4 + len) != XXH3_64bits(buf, len + 4))
 			break;
 		ret = apply_rec(ix, buf + 4, len);
@@ -390,7 +371,7 @@ int dv_stripe_index_load(struct dv_stripe_index *ix, const char *path,
 		ret = -EBADMSG;
 		goto fail;
 	}
-	ret = read_full(ix->fd, hdr, HDR_BYTES, 0);
+	ret = dv_pread_full(ix->fd, hdr, HDR_BYTES, 0);
 	if (!ret)
 		ret = decode_hdr(hdr, &ix->hdr);
 	if (ret)

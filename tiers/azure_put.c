@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../config/log.h"
+#include "../config/util.h"
 
 #define MAX_BLOCKS 50000u           /* the service's limit per blob */
 #define BLOCK_ID_LEN 12             /* base64 of "dv-NNNNNN" */
@@ -65,22 +66,6 @@ static void block_id(unsigned i, char out[BLOCK_ID_LEN + 1])
 	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)raw, 9);
 }
 
-static int read_full(int fd, char *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 static int put_block(struct blocks *b, unsigned i, char *buf)
 {
 	uint64_t off = (uint64_t)i * b->bsize;
@@ -88,7 +73,7 @@ static int put_block(struct blocks *b, unsigned i, char *buf)
 	char id[BLOCK_ID_LEN + 1], *enc, *query;
 	struct dv_http_response resp;
 	struct az_call c = { .method = "PUT", .hash = b->hash };
-	int ret = read_full(b->fd, buf, len, off);
+	int ret = dv_pread_full(b->fd, buf, len, off);
 
 	if (ret) {
 		dv_err("tier '%s': cannot read block %u of %s for upload: %s",

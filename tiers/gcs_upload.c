@@ -311,23 +311,6 @@ static int put_chunk(struct session *s, uint64_t off, size_t len,
 	return 0;
 }
 
-static int read_chunk(struct session *s, uint64_t off, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(s->fd, s->chunk + got, len - got,
-				  (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* One chunk from s->persisted; -EAGAIN when the server kept none of it. */
 static int send_next(struct session *s, struct dv_http_response *resp)
 {
@@ -337,7 +320,7 @@ static int send_next(struct session *s, struct dv_http_response *resp)
 					      : (size_t)s->g->chunk_bytes;
 	int ret;
 
-	ret = read_chunk(s, off, len);
+	ret = dv_pread_full(s->fd, s->chunk, len, off);
 	if (ret) {
 		memset(resp, 0, sizeof(*resp));
 		snprintf(resp->detail, sizeof(resp->detail),

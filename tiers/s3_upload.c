@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../config/log.h"
+#include "../config/util.h"
 #include "s3_client.h"
 #include "sigv4.h"
 
@@ -61,23 +62,6 @@ static int call_retried(struct dv_s3 *s, struct dv_s3_call *call,
 	return dv_http_final_errno(ret);
 }
 
-static int read_part(int fd, char *buf, uint64_t off, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* SHA-256 of the first @len bytes of @fd, as hex. */
 static int hash_fd(int fd, uint64_t len, char out[65])
 {
@@ -93,7 +77,7 @@ static int hash_fd(int fd, uint64_t len, char out[65])
 	while (off < len) {
 		size_t n = len - off < HASH_CHUNK ? (size_t)(len - off) : HASH_CHUNK;
 
-		ret = read_part(fd, buf, off, n);
+		ret = dv_pread_full(fd, buf, n, off);
 		if (ret)
 			goto out;
 		EVP_DigestUpdate(md, buf, n);
@@ -219,7 +203,7 @@ static int put_part(struct multipart *m, unsigned i, char *buf)
 		.payload_sha256 = sha,
 		.req = { .body = buf, .body_len = len },
 	};
-	int ret = read_part(m->fd, buf, off, len);
+	int ret = dv_pread_full(m->fd, buf, len, off);
 
 	if (ret)
 		return ret;

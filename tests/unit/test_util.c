@@ -4,10 +4,12 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../config/util.h"
 #include "helpers.h"
@@ -304,6 +306,28 @@ START_TEST(test_read_file)
 }
 END_TEST
 
+START_TEST(test_pread_full)
+{
+	char *dir = dv_test_tmpdir("util");
+	char path[PATH_MAX], buf[8];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	dv_test_write_file(path, "0123456789", 10);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(dv_pread_full(fd, buf, 4, 6), 0);
+	ck_assert_int_eq(memcmp(buf, "6789", 4), 0);
+	/* The file ends before the last byte asked for. */
+	ck_assert_int_eq(dv_pread_full(fd, buf, 5, 6), -EIO);
+	ck_assert_int_eq(dv_pread_full(fd, buf, 0, 100), 0);
+	close(fd);
+	ck_assert_int_eq(dv_pread_full(fd, buf, 1, 0), -EBADF);
+	dv_test_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_physical_memory)
 {
 	/* Any Linux test machine has more than 64 MiB. */
@@ -330,6 +354,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_parse_bool);
 	tcase_add_test(tc, test_valid_addr_port);
 	tcase_add_test(tc, test_read_file);
+	tcase_add_test(tc, test_pread_full);
 	tcase_add_test(tc, test_physical_memory);
 	suite_add_tcase(s, tc);
 	return s;
