@@ -11,21 +11,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../config/log.h"
 
 #define MAX_QUEUED 32
+#define SYNC_DELAY_S 5 /* a job waits this long, unless the queue is half full */
 
 struct job {
 	struct job *next;
-	int fd;
+	struct timespec due;        /* CLOCK_MONOTONIC */
 	int dirfd;
+	char path[PATH_MAX];
 	char marker[PATH_MAX];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cond;      /* on CLOCK_MONOTONIC: init_cond() */
 /* All protected by lock. */
 static struct job *head, *tail;
 static unsigned queued;          /* jobs in the list */
@@ -34,11 +37,20 @@ static bool stop;                /* the worker is to exit when idle */
 static unsigned users;           /* dv_syncer_hold() minus release */
 static pid_t worker_pid;         /* the process whose worker runs, or 0 */
 static pthread_t worker;
+static unsigned hurry;           /* callers of dv_syncer_flush() waiting */
 
-/* Does one job and closes its fds. A failure leaves the marker. */
-static void sync_now(int fd, int dirfd, const char *marker)
+/*
+ * Does one job and closes @dirfd. A failure leaves the marker. A file
+ * gone (evicted) needs no sync.
+ */
+static void sync_now(const char *path, int dirfd, const char *marker)
 {
-	if (fdatasync(fd) && errno != EINVAL)
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0 && errno != ENOENT)
+		dv_warn("opening %s to sync it: %s; %s stays, for the next start to check",
+			path, strerror(errno), marker);
+	else if (fd >= 0 && fdatasync(fd) && errno != EINVAL)
 		dv_warn("syncing a cached shard to disk: %s; %s stays, for the next start to check",
 			strerror(errno), marker);
 	else if (fsync(dirfd) && errno != EINVAL)
@@ -46,14 +58,38 @@ static void sync_now(int fd, int dirfd, const char *marker)
 			strerror(errno), marker);
 	else if (unlink(marker) && errno != ENOENT)
 		dv_warn("removing %s: %s", marker, strerror(errno));
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	close(dirfd);
 }
 
 static void run(struct job *j)
 {
-	sync_now(j->fd, j->dirfd, j->marker);
+	sync_now(j->path, j->dirfd, j->marker);
 	free(j);
+}
+
+static void init_cond(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+/* May the head job run now? Called with lock held. */
+static bool head_is_due(void)
+{
+	struct timespec now;
+
+	if (stop || hurry || queued >= MAX_QUEUED / 2)
+		return true;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > head->due.tv_sec ||
+	       (now.tv_sec == head->due.tv_sec &&
+		now.tv_nsec >= head->due.tv_nsec);
 }
 
 static void *worker_main(void *arg)
@@ -66,6 +102,10 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&cond, &lock);
 		if (!head)
 			break;
+		if (!head_is_due()) {
+			pthread_cond_timedwait(&cond, &lock, &head->due);
+			continue;
+		}
 		j = head;
 		head = j->next;
 		if (!head)
@@ -100,16 +140,18 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	pthread_cond_init(&cond, NULL);
+	init_cond();
 	head = tail = NULL;
 	queued = 0;
+	hurry = 0;
 	busy = false;
 	stop = false;
 	worker_pid = 0;
 }
 
-static void register_fork_handlers(void)
+static void setup(void)
 {
+	init_cond();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
@@ -125,17 +167,28 @@ static bool have_worker(void)
 	return true;
 }
 
-void dv_syncer_queue(int fd, int dirfd, const char *marker)
+static void ensure_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, setup);
+}
+
+void dv_syncer_queue(const char *path, int dirfd, const char *marker)
 {
 	struct job *j = calloc(1, sizeof(*j));
 
-	if (!j || strlen(marker) >= sizeof(j->marker)) {
+	ensure_setup();
+	if (!j || strlen(marker) >= sizeof(j->marker) ||
+	    strlen(path) >= sizeof(j->path)) {
 		free(j);
-		sync_now(fd, dirfd, marker);
+		sync_now(path, dirfd, marker);
 		return;
 	}
-	j->fd = fd;
+	memcpy(j->path, path, strlen(path) + 1);
 	j->dirfd = dirfd;
+	clock_gettime(CLOCK_MONOTONIC, &j->due);
+	j->due.tv_sec += SYNC_DELAY_S;
 	memcpy(j->marker, marker, strlen(marker) + 1);
 	pthread_mutex_lock(&lock);
 	if (queued >= MAX_QUEUED || !have_worker()) {
@@ -155,9 +208,7 @@ void dv_syncer_queue(int fd, int dirfd, const char *marker)
 
 void dv_syncer_hold(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, register_fork_handlers);
+	ensure_setup();
 	pthread_mutex_lock(&lock);
 	users++;
 	pthread_mutex_unlock(&lock);
@@ -186,8 +237,11 @@ void dv_syncer_flush(void)
 {
 	pthread_mutex_lock(&lock);
 	if (worker_pid == getpid()) {
+		hurry++;
+		pthread_cond_broadcast(&cond);
 		while (head || busy)
 			pthread_cond_wait(&cond, &lock);
+		hurry--;
 	}
 	pthread_mutex_unlock(&lock);
 }

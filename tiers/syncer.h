@@ -7,6 +7,8 @@
  * install first leaves a marker, <tier>/.unsynced/<hash>.XXXXXX holding
  * the boot id, then renames the file into place and hands the syncer the
  * job: fdatasync() the file, fsync() the directory, remove the marker.
+ * The job opens the file by name when it runs, so that a file evicted
+ * meanwhile frees its space at once (it is then not synced at all).
  * (The marker is created before the rename and both are journaled in that
  * order, as ext4 and XFS do, so the name never outlives its marker.)
  *
@@ -14,9 +16,14 @@
  * on the same boot the page cache still holds the bytes and they are
  * synced; after a reboot the file may hold anything and is removed.
  *
+ * A job waits about 5 s before it runs, as the kernel's own writeback
+ * waits: a burst of fills is not slowed by syncing the first ones, and
+ * the marker covers the wait. It runs at once when the queue is half
+ * full, on dv_syncer_flush() and when the last user goes.
+ *
  * One worker per process, started with the first job (threads do not
  * survive fork(), and the daemon forks after building its tiers). When
- * the queue is long the caller does the job itself, so dirty data cannot
+ * the queue is full the caller does the job itself, so dirty data cannot
  * pile up without bound.
  */
 #ifndef DV_SYNCER_H
@@ -31,11 +38,11 @@
 const char *dv_boot_id(void);
 
 /*
- * Syncs @fd, then @dirfd, then unlinks @marker (a path), in the
- * background. Takes ownership of both fds. Never fails: when no worker
- * can run, the job runs on the caller's thread.
+ * Syncs the file @path (if it is still there), then @dirfd, then unlinks
+ * @marker (a path), in the background. Takes ownership of @dirfd. Never
+ * fails: when no worker can run, the job runs on the caller's thread.
  */
-void dv_syncer_queue(int fd, int dirfd, const char *marker);
+void dv_syncer_queue(const char *path, int dirfd, const char *marker);
 
 /* Waits until every job queued so far is done. */
 void dv_syncer_flush(void);

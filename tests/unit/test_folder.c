@@ -383,10 +383,44 @@ START_TEST(test_b8_install_reaches_disk_in_background)
 
 	ck_assert_int_eq(install_n(t, 0), 0);
 	ck_assert(has_shard("t", 0));
+	ck_assert_int_eq(unsynced("t"), 1); /* the sync waits a few seconds */
 	dv_syncer_flush();
 	ck_assert_int_eq(unsynced("t"), 0); /* synced, marker gone */
 	dv_tier_free(t);
 	ck_assert(has_shard("t", 0));
+}
+END_TEST
+
+START_TEST(test_b8_waiting_syncs_run_when_the_tier_closes)
+{
+	struct dv_tier *t = open_tier("t", 0);
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	ck_assert_int_eq(install_n(t, 1), 0);
+	ck_assert_int_eq(unsynced("t"), 2);
+	dv_tier_free(t);
+	ck_assert_int_eq(unsynced("t"), 0);
+}
+END_TEST
+
+/* Many installs at once: the syncer stops waiting until half are left. */
+START_TEST(test_b8_a_long_queue_syncs_without_waiting)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	int i, left = 0;
+
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(install_n(t, i), 0);
+	/* Well before the usual wait of 5 s is over. */
+	for (i = 0; i < 300; i++) {
+		left = unsynced("t");
+		if (left <= 15)
+			break;
+		usleep(10 * 1000);
+	}
+	ck_assert_int_eq(left, 15);
+	dv_tier_free(t);
+	ck_assert_int_eq(unsynced("t"), 0);
 }
 END_TEST
 
@@ -465,6 +499,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_b6_open_space_not_counted_free);
 	tcase_add_test(tc, test_b4_stale_leftovers_cleaned);
 	tcase_add_test(tc, test_b8_install_reaches_disk_in_background);
+	tcase_add_test(tc, test_b8_waiting_syncs_run_when_the_tier_closes);
+	tcase_add_test(tc, test_b8_a_long_queue_syncs_without_waiting);
 	tcase_add_test(tc, test_b4_unsynced_same_boot_synced_and_kept);
 	tcase_add_test(tc, test_b4_unsynced_other_boot_removed);
 	tcase_add_test(tc, test_b4_unsynced_of_a_running_install_untouched);
