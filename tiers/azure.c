@@ -445,7 +445,7 @@ static const char *describe(int err, const struct dv_http_response *resp,
 
 int dv_azure_request(struct azure_tier *a, struct az_call *c,
 		     struct dv_http_response *resp,
-		     void (*reset)(struct az_call *c))
+		     bool (*reset)(struct az_call *c))
 {
 	char why[DV_HTTP_DETAIL_MAX + 32], shown[SHOWN_MAX];
 	unsigned n, delay;
@@ -462,8 +462,10 @@ int dv_azure_request(struct azure_tier *a, struct az_call *c,
 			describe(ret, resp, why, sizeof(why)), n + 1,
 			a->http.retries + 1, delay);
 		dv_http_sleep_ms(delay);
-		if (reset)
-			reset(c);
+		if (reset && reset(c)) {
+			ret = 0; /* nothing is left to ask for */
+			break;
+		}
 	}
 	if (ret && ret != -ENOENT && ret != -EACCES) {
 		dv_azure_shown(a, c->hash, shown, sizeof(shown));
@@ -506,22 +508,27 @@ struct download {
 	char range[64];
 };
 
-/* Azure signs the Range, so it is ours; asked for even from byte 0. */
-static void set_range(struct download *d)
+/*
+ * Azure signs the Range, so it is ours; asked for even from byte 0. True
+ * when every byte is in already.
+ */
+static bool set_range(struct download *d)
 {
-	dv_http_sink_prepare(&d->get, NULL);
+	if (dv_http_sink_prepare(&d->get, NULL))
+		return true;
 	d->get.ranged = d->get.size > 0;
 	d->call.range = NULL;
 	if (!d->get.ranged)
-		return;
+		return false;
 	snprintf(d->range, sizeof(d->range), "bytes=%" PRIu64 "-%" PRIu64,
 		 d->get.sink->written, d->get.size - 1);
 	d->call.range = d->range;
+	return false;
 }
 
-static void download_reset(struct az_call *c)
+static bool download_reset(struct az_call *c)
 {
-	set_range((struct download *)c);
+	return set_range((struct download *)c);
 }
 
 static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
@@ -533,7 +540,7 @@ static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
 				       .shown = shown } };
 	struct dv_http_response resp;
 	unsigned tries = 0;
-	int ret;
+	int ret = 0;
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
@@ -546,7 +553,8 @@ static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
 	};
 	/* A body cut short is resumed from where it stopped, a few times. */
 	do {
-		set_range(&d);
+		if (set_range(&d))
+			break; /* every byte is in */
 		ret = dv_azure_request(a, &d.call, &resp, download_reset);
 		ret = dv_http_sink_finish(&d.get, ret, &resp);
 	} while (ret == -EPIPE && ++tries <= a->http.retries);

@@ -57,11 +57,12 @@ int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
  * dv_azure_attempt() until it succeeds, fails for good, or the retries
  * of http: are spent; logs the final failure unless it is -ENOENT.
  * Returns 0 or -errno mapped by dv_http_final_errno(). @reset, if not
- * NULL, runs before each retry (a fresh body, a resumed Range).
+ * NULL, runs before each retry (a fresh body, a resumed Range); when it
+ * returns true nothing is left to ask for, and the call has succeeded.
  */
 int dv_azure_request(struct azure_tier *a, struct az_call *c,
 		     struct dv_http_response *resp,
-		     void (*reset)(struct az_call *c));
+		     bool (*reset)(struct az_call *c));
 
 /* "<base_url>/<prefix><hash>.tar" for log lines (no query: no SAS). */
 void dv_azure_shown(struct azure_tier *a, const char *hash, char *buf,

@@ -294,10 +294,8 @@ static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
 	struct dv_http_request req = { .url = s->url, .headers = headers };
 	int ret;
 
-	/* Every byte came before the connection broke. */
-	if (s->get.size > 0 && s->get.sink->written == s->get.size)
+	if (dv_http_sink_prepare(&s->get, &req))
 		return 0;
-	dv_http_sink_prepare(&s->get, &req);
 	ret = dv_http_perform(&g->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);

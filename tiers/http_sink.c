@@ -26,23 +26,26 @@ static int refuse(struct dv_http_sink_get *g, int err, const char *fmt, ...)
 	return err;
 }
 
-void dv_http_sink_prepare(struct dv_http_sink_get *g,
+bool dv_http_sink_prepare(struct dv_http_sink_get *g,
 			  struct dv_http_request *req)
 {
 	uint64_t have = g->sink->written;
 
 	g->problem[0] = '\0';
+	if (g->size > 0 && have == g->size)
+		return true;
 	g->ranged = have > 0;
 	if (g->ranged)
 		dv_info("%s: GET %s: resuming at byte %" PRIu64, g->who,
 			g->shown, have);
 	if (!req)
-		return;
+		return false;
 	req->ranged = g->ranged;
 	req->range_start = have;
 	req->on_start = dv_http_sink_start;
 	req->on_body = dv_http_sink_body;
 	req->arg = g;
+	return false;
 }
 
 static int check_partial(struct dv_http_sink_get *g,

@@ -31,9 +31,11 @@ struct dv_http_sink_get {
  * bytes already (logged as a resume) and, when @req is not NULL, sets its
  * Range and points its on_start, on_body and arg here. A caller that signs
  * its own Range header passes NULL, sets the callbacks once and ranged
- * itself.
+ * itself. Returns true when the sink already holds every byte (a
+ * connection that broke after the last one): there is nothing to ask
+ * for, and the attempt has succeeded.
  */
-void dv_http_sink_prepare(struct dv_http_sink_get *g,
+bool dv_http_sink_prepare(struct dv_http_sink_get *g,
 			  struct dv_http_request *req);
 
 /* on_start and on_body of dv_http_request; @arg is the dv_http_sink_get. */

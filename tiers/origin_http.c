@@ -243,7 +243,8 @@ static int shard_attempt(struct http_origin *o, void *arg,
 	struct dv_http_request req = { .url = s->url };
 	int ret;
 
-	dv_http_sink_prepare(&s->get, &req);
+	if (dv_http_sink_prepare(&s->get, &req))
+		return 0;
 	ret = dv_http_perform(&o->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);

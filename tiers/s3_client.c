@@ -430,7 +430,8 @@ static int get_attempt(struct dv_s3 *s, void *arg,
 	struct dv_s3_call call = { .method = "GET", .key = g->key };
 	int ret;
 
-	dv_http_sink_prepare(&g->get, &call.req);
+	if (dv_http_sink_prepare(&g->get, &call.req))
+		return 0;
 	ret = dv_s3_call(s, &call, resp);
 	if (ret == 1)
 		ret = -EPROTO;

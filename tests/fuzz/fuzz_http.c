@@ -97,7 +97,8 @@ static void run_answer(const uint8_t *data, size_t size)
 	memset(&req, 0, sizeof(req));
 	req.url = g.shown;
 	req.max_body = (flags & 2) ? shard_size : 0;
-	dv_http_sink_prepare(&g, &req);
+	if (dv_http_sink_prepare(&g, &req))
+		goto out; /* complete already: nothing would be asked */
 	memset(&resp, 0, sizeof(resp));
 	memset(&x, 0, sizeof(x));
 	x.req = &req;

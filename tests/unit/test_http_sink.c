@@ -75,7 +75,7 @@ START_TEST(test_answer)
 	ck_assert_int_eq(dv_sink_init(&sink, fd, SIZE, digest), 0);
 	ck_assert_int_eq(dv_sink_write(&sink, data, a->have), 0);
 	g.bytes = &bytes;
-	dv_http_sink_prepare(&g, &req);
+	ck_assert(!dv_http_sink_prepare(&g, &req));
 	ck_assert(req.ranged == (a->have > 0));
 	ck_assert_uint_eq(req.range_start, a->have);
 	resp.has_length = a->length > 0;
@@ -100,6 +100,29 @@ START_TEST(test_answer)
 }
 END_TEST
 
+/* The connection broke after the last byte: nothing is left to ask for. */
+START_TEST(test_complete_sink_asks_nothing)
+{
+	struct dv_http_request req = { .url = "http://o/x.tar" };
+	struct dv_sink sink;
+	struct dv_http_sink_get g = { .sink = &sink, .size = SIZE,
+				      .who = "origin", .shown = req.url };
+	uint8_t digest[32];
+	int fd = memfd_create("http_sink", 0);
+
+	dv_test_pattern(data, sizeof(data), 3);
+	SHA256(data, SIZE, digest);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(dv_sink_init(&sink, fd, SIZE, digest), 0);
+	ck_assert_int_eq(dv_sink_write(&sink, data, SIZE), 0);
+	ck_assert(dv_http_sink_prepare(&g, &req));
+	ck_assert(!req.ranged);
+	ck_assert_int_eq(dv_sink_finish(&sink), 0);
+	dv_sink_release(&sink);
+	close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("http_sink");
@@ -107,6 +130,7 @@ static Suite *suite(void)
 
 	tcase_add_loop_test(tc, test_answer, 0,
 			    sizeof(answers) / sizeof(answers[0]));
+	tcase_add_test(tc, test_complete_sink_asks_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
