@@ -636,31 +636,22 @@ static int rename_durably(struct folder_tier *ft, const char *hash,
 			  const char *from, const char *final, int fd)
 {
 	char marker[PATH_MAX] = "";
-	int job_dirfd = -1, ret = 0;
+	int ret = 0;
 
-	if (mark_unsynced(ft, hash, marker) == 0) {
-		job_dirfd = dup(ft->dirfd);
-		if (job_dirfd < 0) { /* no job, so no marker */
-			unlink(marker);
-			marker[0] = '\0';
-		}
-	} else {
+	if (mark_unsynced(ft, hash, marker))
 		marker[0] = '\0';
-	}
 	if (!marker[0] && fdatasync(fd) && errno != EINVAL)
 		ret = -errno;
 	if (!ret && rename(from, final))
 		ret = -errno;
 	if (!ret && marker[0]) {
-		dv_syncer_queue(final, job_dirfd, marker);
+		dv_syncer_queue(final, marker);
 		return 0;
 	}
 	if (!ret)
 		fsync(ft->dirfd);
 	if (marker[0])
 		unlink(marker);
-	if (job_dirfd >= 0)
-		close(job_dirfd);
 	return ret;
 }
 

@@ -22,7 +22,6 @@
 struct job {
 	struct job *next;
 	struct timespec due;        /* CLOCK_MONOTONIC */
-	int dirfd;
 	char path[PATH_MAX];
 	char marker[PATH_MAX];
 };
@@ -38,14 +37,39 @@ static unsigned users;           /* dv_syncer_hold() minus release */
 static pid_t worker_pid;         /* the process whose worker runs, or 0 */
 static pthread_t worker;
 static unsigned hurry;           /* callers of dv_syncer_flush() waiting */
+static bool joining;             /* a dv_syncer_release() joins the worker */
+
+/* fsync() of the directory that holds @path. 0 or -errno. */
+static int sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int fd, ret = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else /* "/x" → "/" */
+		snprintf(dir, sizeof(dir), "%.*s",
+			 (int)(slash == path ? 1 : slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) && errno != EINVAL)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
 
 /*
- * Does one job and closes @dirfd. A failure leaves the marker. A file
- * gone (evicted) needs no sync.
+ * Does one job. A failure leaves the marker. A file gone (evicted) needs
+ * no sync. (Opened by name, a file whose writeback failed while the kernel
+ * dropped its inode would sync clean: that is the kernel's limit, as for
+ * any reader after the error.)
  */
-static void sync_now(const char *path, int dirfd, const char *marker)
+static void sync_now(const char *path, const char *marker)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int ret;
 
 	if (fd < 0 && errno != ENOENT)
 		dv_warn("opening %s to sync it: %s; %s stays, for the next start to check",
@@ -53,19 +77,18 @@ static void sync_now(const char *path, int dirfd, const char *marker)
 	else if (fd >= 0 && fdatasync(fd) && errno != EINVAL)
 		dv_warn("syncing a cached shard to disk: %s; %s stays, for the next start to check",
 			strerror(errno), marker);
-	else if (fsync(dirfd) && errno != EINVAL)
+	else if ((ret = sync_parent(path)) < 0)
 		dv_warn("syncing a tier directory: %s; %s stays, for the next start to check",
-			strerror(errno), marker);
+			strerror(-ret), marker);
 	else if (unlink(marker) && errno != ENOENT)
 		dv_warn("removing %s: %s", marker, strerror(errno));
 	if (fd >= 0)
 		close(fd);
-	close(dirfd);
 }
 
 static void run(struct job *j)
 {
-	sync_now(j->path, j->dirfd, j->marker);
+	sync_now(j->path, j->marker);
 	free(j);
 }
 
@@ -146,6 +169,7 @@ static void after_fork_child(void)
 	hurry = 0;
 	busy = false;
 	stop = false;
+	joining = false;
 	worker_pid = 0;
 }
 
@@ -174,7 +198,7 @@ static void ensure_setup(void)
 	pthread_once(&once, setup);
 }
 
-void dv_syncer_queue(const char *path, int dirfd, const char *marker)
+void dv_syncer_queue(const char *path, const char *marker)
 {
 	struct job *j = calloc(1, sizeof(*j));
 
@@ -182,11 +206,10 @@ void dv_syncer_queue(const char *path, int dirfd, const char *marker)
 	if (!j || strlen(marker) >= sizeof(j->marker) ||
 	    strlen(path) >= sizeof(j->path)) {
 		free(j);
-		sync_now(path, dirfd, marker);
+		sync_now(path, marker);
 		return;
 	}
 	memcpy(j->path, path, strlen(path) + 1);
-	j->dirfd = dirfd;
 	clock_gettime(CLOCK_MONOTONIC, &j->due);
 	j->due.tv_sec += SYNC_DELAY_S;
 	memcpy(j->marker, marker, strlen(marker) + 1);
@@ -219,9 +242,9 @@ void dv_syncer_release(void)
 	bool join = false;
 
 	pthread_mutex_lock(&lock);
-	if (users > 0 && --users == 0 && worker_pid == getpid()) {
+	if (users > 0 && --users == 0 && worker_pid == getpid() && !joining) {
 		stop = true;
-		join = true;
+		join = joining = true; /* one thread joins */
 		pthread_cond_broadcast(&cond);
 	}
 	pthread_mutex_unlock(&lock);
@@ -229,6 +252,7 @@ void dv_syncer_release(void)
 		pthread_join(worker, NULL); /* after the last job */
 		pthread_mutex_lock(&lock);
 		worker_pid = 0;
+		joining = false;
 		pthread_mutex_unlock(&lock);
 	}
 }

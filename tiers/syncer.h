@@ -19,7 +19,8 @@
  * A job waits about 5 s before it runs, as the kernel's own writeback
  * waits: a burst of fills is not slowed by syncing the first ones, and
  * the marker covers the wait. It runs at once when the queue is half
- * full, on dv_syncer_flush() and when the last user goes.
+ * full, on dv_syncer_flush() and when the last user goes (not when one
+ * of several tiers closes: its jobs keep their turn).
  *
  * One worker per process, started with the first job (threads do not
  * survive fork(), and the daemon forks after building its tiers). When
@@ -38,11 +39,11 @@
 const char *dv_boot_id(void);
 
 /*
- * Syncs the file @path (if it is still there), then @dirfd, then unlinks
- * @marker (a path), in the background. Takes ownership of @dirfd. Never
- * fails: when no worker can run, the job runs on the caller's thread.
+ * Syncs the file @path (if it is still there), then its directory, then
+ * unlinks @marker (a path), in the background. Never fails: when no
+ * worker can run, the job runs on the caller's thread.
  */
-void dv_syncer_queue(const char *path, int dirfd, const char *marker);
+void dv_syncer_queue(const char *path, const char *marker);
 
 /* Waits until every job queued so far is done. */
 void dv_syncer_flush(void);
