@@ -34,7 +34,7 @@ out=$(HOME="$DV_WORK/home" unshare -m --propagation private bash -c '
 	findmnt -no FSTYPE,OPTIONS "$2"
 	sha256sum <"$2/demo/train/shard-000001.tar"
 	ls "$2/demo/train" | wc -l
-	daemon() { for p in $(pgrep -x datavofs); do tr "\0" " " </proc/$p/cmdline | grep -qF " $1 " && echo $p; done; }
+	daemon() { for p in $(pgrep -x datavofs); do tr "\0" " " </proc/$p/cmdline | grep -qF " $1 " && echo $p; done; return 0; }
 	pid=$(daemon "$2")
 	echo "daemon pid ${pid:-none}"
 	umount "$2"
