@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,8 +116,23 @@ static bool head_is_due(void)
 		now.tv_nsec >= head->due.tv_nsec);
 }
 
+/*
+ * The worker yields the CPU to everything else (SCHED_IDLE): syncing is
+ * the one job here nobody waits for, and readers of the shards it syncs
+ * should not share two cores with it. An idle thread still runs when the
+ * CPUs are busy, just seldom; its disk I/O keeps its normal priority, so
+ * a flush or an unmount is not left waiting for a quiet disk.
+ */
+static void lower_priority(void)
+{
+	struct sched_param none = { 0 };
+
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+}
+
 static void *worker_main(void *arg)
 {
+	lower_priority();
 	pthread_mutex_lock(&lock);
 	for (;;) {
 		struct job *j;
