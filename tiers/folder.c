@@ -292,16 +292,17 @@ static bool marker_hash(const char *name, char *hash)
 }
 
 /*
- * Settles one marker of @hash, whose lock we hold: on the boot that wrote
- * it the page cache holds the file's bytes, so they are synced; after a
- * reboot they may be anything, so the file goes. True when it went.
+ * Settles @marker, of @hash, whose lock we hold: on the boot that wrote it
+ * the page cache holds the file's bytes, so they are synced (the job the
+ * syncer never ran); after a reboot they may be anything, so the file
+ * goes. True when it went.
  */
-static bool settle_marker(struct folder_tier *ft, int udir, const char *name,
+static bool settle_marker(struct folder_tier *ft, const char *marker,
 			  const char *hash)
 {
 	char path[PATH_MAX], boot[40] = "";
-	bool same_boot, removed = false;
-	int fd = openat(udir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	bool removed;
+	int fd = open(marker, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd >= 0) {
 		ssize_t n = read(fd, boot, sizeof(boot) - 1);
@@ -309,30 +310,22 @@ static bool settle_marker(struct folder_tier *ft, int udir, const char *name,
 		boot[n > 0 ? n : 0] = '\0';
 		close(fd);
 	}
-	same_boot = boot[0] && strcmp(boot, dv_boot_id()) == 0;
 	if (object_path(ft, path, hash))
 		return false;
-	if (same_boot) {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0 && fdatasync(fd) && errno != EINVAL) {
-			close(fd);
-			return false; /* the marker stays; tried again next time */
-		}
-		if (fd >= 0)
-			close(fd);
-		fsync(ft->dirfd);
-	} else {
-		removed = unlink(path) == 0;
-		fsync(ft->dirfd);
+	if (boot[0] && strcmp(boot, dv_boot_id()) == 0) {
+		dv_syncer_run(path, marker);
+		return false;
 	}
-	unlinkat(udir, name, 0);
+	removed = unlink(path) == 0;
+	fsync(ft->dirfd);
+	unlink(marker);
 	return removed;
 }
 
 /* Settles the markers nobody is working on (see syncer.h). At open. */
 static void settle_unsynced(struct folder_tier *ft)
 {
-	char dir[PATH_MAX], hash[65];
+	char dir[PATH_MAX], marker[PATH_MAX], hash[65];
 	unsigned removed = 0;
 	struct dirent *de;
 	DIR *d;
@@ -342,12 +335,14 @@ static void settle_unsynced(struct folder_tier *ft)
 	while ((de = readdir(d)) != NULL) {
 		int lock_fd;
 
-		if (!marker_hash(de->d_name, hash))
+		if (!marker_hash(de->d_name, hash) ||
+		    (size_t)snprintf(marker, sizeof(marker), "%s/%s", dir,
+				     de->d_name) >= sizeof(marker))
 			continue;
 		lock_fd = lock_hash(ft, hash, false);
 		if (lock_fd < 0)
 			continue; /* an install of it is running: it syncs */
-		if (settle_marker(ft, dirfd(d), de->d_name, hash))
+		if (settle_marker(ft, marker, hash))
 			removed++;
 		folder_unlock(&ft->base, hash, lock_fd);
 	}

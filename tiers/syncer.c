@@ -62,12 +62,11 @@ static int sync_parent(const char *path)
 }
 
 /*
- * Does one job. A failure leaves the marker. A file gone (evicted) needs
- * no sync. (Opened by name, a file whose writeback failed while the kernel
- * dropped its inode would sync clean: that is the kernel's limit, as for
- * any reader after the error.)
+ * A file gone (evicted) needs no sync. (Opened by name, a file whose
+ * writeback failed while the kernel dropped its inode would sync clean:
+ * that is the kernel's limit, as for any reader after the error.)
  */
-static void sync_now(const char *path, const char *marker)
+void dv_syncer_run(const char *path, const char *marker)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	int ret;
@@ -89,7 +88,7 @@ static void sync_now(const char *path, const char *marker)
 
 static void run(struct job *j)
 {
-	sync_now(j->path, j->marker);
+	dv_syncer_run(j->path, j->marker);
 	free(j);
 }
 
@@ -222,7 +221,7 @@ void dv_syncer_queue(const char *path, const char *marker)
 	if (!j || strlen(marker) >= sizeof(j->marker) ||
 	    strlen(path) >= sizeof(j->path)) {
 		free(j);
-		sync_now(path, marker);
+		dv_syncer_run(path, marker);
 		return;
 	}
 	memcpy(j->path, path, strlen(path) + 1);

@@ -45,6 +45,12 @@ const char *dv_boot_id(void);
  */
 void dv_syncer_queue(const char *path, const char *marker);
 
+/*
+ * The same job, now, on the caller's thread; a failure is logged and
+ * leaves the marker.
+ */
+void dv_syncer_run(const char *path, const char *marker);
+
 /* Waits until every job queued so far is done. */
 void dv_syncer_flush(void);
 
