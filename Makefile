@@ -17,7 +17,7 @@ PKG_CONFIG ?= pkg-config
 WARNINGS = -Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Wshadow \
 	-Wno-unused-parameter -Wmissing-prototypes
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE -MMD -MP -pthread
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(CFLAGS) -I. -D_GNU_SOURCE -MMD -MP -pthread
 ALL_LDFLAGS = $(LDFLAGS) -pthread
 
 ifeq ($(DEVELOPER),1)
@@ -52,12 +52,15 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS))
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 
-# Everything but fs/ is one static library; fs/ objects that do not include
-# FUSE headers (FS_CORE) are linked by the tools and the tests as well.
-LIB_SRCS = $(wildcard config/*.c tiers/*.c stripe/*.c)
+# config/, tiers/ and stripe/ are one static library (libdatavo.a). fs/ is
+# the daemon; fs/namespace/ (manifests, the tree) and fs/ctl/ (datavoctl)
+# include no FUSE header: with the daemon's FUSE-free files (status,
+# metrics) they form libdatavofs-core.a, which the tools and tests link too.
+LIB_SRCS = $(wildcard config/*.c tiers/*/*.c stripe/*.c)
 FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c
-FS_CORE_SRCS = $(filter-out $(FUSE_SRCS) fs/ctl_main.c, $(wildcard fs/*.c))
-CTL_SRCS = fs/ctl_main.c
+CTL_SRCS = fs/ctl/ctl_main.c
+FS_CORE_SRCS = $(filter-out $(FUSE_SRCS) $(CTL_SRCS), \
+	$(wildcard fs/*.c fs/namespace/*.c fs/ctl/*.c))
 UNIT_SRCS = $(wildcard tests/unit/test_*.c)
 
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
@@ -133,7 +136,7 @@ clean:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# ==== reliability (issue 6): fault matrix, valgrind, fuzzing =================
+# ==== reliability: fault matrix, valgrind, fuzzing ===========================
 #   make faults            the fault matrix (tests/faults/t_*.sh) against build/
 #   make valgrind          the mount smoke test under valgrind memcheck
 #   make fuzz              libFuzzer targets in build-fuzz/fuzz/ (clang,
@@ -156,7 +159,7 @@ fuzz:
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
-# fuzz_http.c includes tiers/http.c and tiers/http_sink.c (their static
+# fuzz_http.c includes tiers/net/http.c and http_sink.c (their static
 # parsers): the archive's http.o and http_sink.o are then never pulled in.
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBFS) $(LIBDV)
 	@mkdir -p $(dir $@)
@@ -165,7 +168,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBFS) $(LIBDV)
 
 .PHONY: faults valgrind fuzz fuzz-bins
 
-# ==== stripe tier (issue 7): test and benchmark tool =========================
+# ==== the stripe tier's test and benchmark tool ==============================
 # build/dv-stripe: discovery listing, the tier's O_DIRECT read benchmark and a
 # timed, checksummed file reader (tests/tools/dv_stripe.c). The stripe
 # integration tests use it, so `integration` builds it; `make bench-stripe`

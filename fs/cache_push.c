@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../config/log.h"
+#include "config/log.h"
 
 /* The sink tap: runs on the fill's worker thread, in stream order. */
 static void push_bytes(void *arg, const void *buf, size_t len, uint64_t off)

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../tiers/sink.h"
+#include "tiers/core/sink.h"
 
 struct dv_push {
 	struct dv_sink_tap tap;  /* hand &tap to the fill (dv_shard_ref) */

@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../config/config.h"
-#include "../tiers/hierarchy.h"
-#include "../tiers/origin.h"
-#include "namespace.h"
+#include "config/config.h"
+#include "tiers/core/hierarchy.h"
+#include "tiers/origin/origin.h"
+#include "fs/namespace/namespace.h"
 
 struct fuse_session;
 

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../config/log.h"
+#include "config/log.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
 #include "cache_push.h"

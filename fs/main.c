@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
+#include "config/log.h"
+#include "config/util.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
 #include "metrics.h"

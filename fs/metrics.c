@@ -25,9 +25,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
-#include "../tiers/upload.h"
+#include "config/log.h"
+#include "config/util.h"
+#include "tiers/core/upload.h"
 #include "status.h"
 #include "text.h"
 

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../config/config.h"
+#include "config/config.h"
 
 struct dv_stripe_device {
 	char path[PATH_MAX];  /* as configured, or /dev/<name> under auto */

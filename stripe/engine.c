@@ -27,8 +27,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
+#include "config/log.h"
+#include "config/util.h"
 
 #define QD_MIN 16u
 #define QD_MAX 64u

@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
+#include "config/log.h"
+#include "config/util.h"
 
 #define JOURNAL_MAGIC "DVSJRNL1"
 #define JOURNAL_VERSION 1u

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
+#include "config/log.h"
+#include "config/util.h"
 #include "engine.h"
 
 #define WIPE_BYTES (1u << 20) /* head and tail zeroed at format */

@@ -56,8 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/log.h"
-#include "../config/util.h"
+#include "config/log.h"
+#include "config/util.h"
 #include "engine.h"
 #include "freemap.h"
 #include "index.h"

@@ -7,7 +7,7 @@
 #ifndef DV_STRIPE_H
 #define DV_STRIPE_H
 
-#include "../tiers/tier.h"
+#include "tiers/core/tier.h"
 #include "discovery.h"
 
 extern const struct dv_tier_ops dv_tier_stripe_ops;

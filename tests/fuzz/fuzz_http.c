@@ -1,8 +1,8 @@
 /*
  * libFuzzer target: what an HTTP server sends back for a shard, without a
- * network. tiers/http.c's header callback (status lines, Content-Length,
+ * network. tiers/net/http.c's header callback (status lines, Content-Length,
  * Content-Range, ETag, the header limits) and body callback are driven as
- * libcurl drives them, into tiers/http_sink.c's shard callbacks (Range
+ * libcurl drives them, into tiers/net/http_sink.c's shard callbacks (Range
  * resume checks, Content-Length checks, Range ignored → restart) and a real
  * verifying sink on a memfd.
  *
@@ -21,8 +21,8 @@
  */
 #include <sys/mman.h>
 
-#include "../../tiers/http.c"
-#include "../../tiers/http_sink.c"
+#include "tiers/net/http.c"
+#include "tiers/net/http_sink.c"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: origin documents (fs/manifest.c). The first byte picks
+ * libFuzzer target: origin documents (fs/namespace/manifest.c). The first byte picks
  * the parser: manifest without a dataset to match, manifest that must be
  * "demo/train", or datasets.json. Accepted documents are checked against
  * the contract of manifest.h: shards sorted by name, unique, valid hashes,
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../config/log.h"
-#include "../../config/util.h"
-#include "../../fs/manifest.h"
+#include "config/log.h"
+#include "config/util.h"
+#include "fs/namespace/manifest.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

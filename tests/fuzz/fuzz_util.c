@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../config/log.h"
-#include "../../config/util.h"
-#include "../../fs/manifest.h"
-#include "../../tiers/http.h"
-#include "../../tiers/origin_impl.h"
-#include "../../tiers/sink.h"
+#include "config/log.h"
+#include "config/util.h"
+#include "fs/namespace/manifest.h"
+#include "tiers/net/http.h"
+#include "tiers/origin/origin_impl.h"
+#include "tiers/core/sink.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

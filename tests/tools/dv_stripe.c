@@ -42,11 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../config/util.h"
-#include "../../stripe/engine.h"
-#include "../../stripe/layout.h"
-#include "../../stripe/stripe.h"
+#include "config/log.h"
+#include "config/util.h"
+#include "stripe/engine.h"
+#include "stripe/layout.h"
+#include "stripe/stripe.h"
 
 static double now(void)
 {

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "../../tiers/tier.h"
+#include "tiers/core/tier.h"
 
 struct fake_remote_counts {
 	unsigned lookups, downloads, uploads, upload_attempts;

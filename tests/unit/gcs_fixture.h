@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/http.h"
+#include "config/log.h"
+#include "tiers/net/http.h"
 #include "helpers.h"
 
 #define GF_EMAIL "loader@demo-project.iam.gserviceaccount.com"

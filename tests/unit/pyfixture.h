@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../tiers/http.h"
+#include "tiers/net/http.h"
 
 struct pyfixture {
 	pid_t pid;

@@ -1,5 +1,5 @@
 /*
- * tiers/aws_creds.c: every source of the chain, its order, its cache and
+ * tiers/s3/aws_creds.c: every source of the chain, its order, its cache and
  * refresh. The token services (STS, the ECS agent, IMDSv2) are played by
  * tests/unit/aws_fixture.py on 127.0.0.1, which checks each request (the
  * web identity token and role, the ECS authorization header, the IMDSv2
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../config/log.h"
-#include "../../tiers/aws_creds.h"
+#include "config/log.h"
+#include "tiers/s3/aws_creds.h"
 #include "helpers.h"
 #include "pyfixture.h"
 

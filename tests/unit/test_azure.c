@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/azure.h"
-#include "../../tiers/azure_creds.h"
-#include "../../tiers/azure_sign.h"
-#include "../../tiers/azure_token.h"
-#include "../../tiers/http.h"
+#include "config/log.h"
+#include "tiers/azure/azure.h"
+#include "tiers/azure/azure_creds.h"
+#include "tiers/azure/azure_sign.h"
+#include "tiers/azure/azure_token.h"
+#include "tiers/net/http.h"
 #include "helpers.h"
 
 #define WELL_KNOWN_KEY                                                      \

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../config/config.h"
-#include "../../config/log.h"
-#include "../../config/util.h"
+#include "config/config.h"
+#include "config/log.h"
+#include "config/util.h"
 #include "helpers.h"
 
 #define FILE_NAME "/etc/datavo/shards.yaml"

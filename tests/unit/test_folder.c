@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/folder.h"
-#include "../../tiers/syncer.h"
+#include "config/log.h"
+#include "tiers/folder/folder.h"
+#include "tiers/folder/syncer.h"
 #include "helpers.h"
 
 #define SZ 4096

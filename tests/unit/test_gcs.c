@@ -1,5 +1,5 @@
 /*
- * The GCS tier (tiers/gcs.c, gcs_upload.c, gcs_json.c) against
+ * The GCS tier (tiers/gcs/gcs.c, gcs_upload.c, gcs_json.c) against
  * tests/unit/gcs_fixture.py: a JSON API bucket that checks every request
  * (bearer tokens it issued, Content-Range of resumable chunks, 256 KiB
  * multiples) and can misbehave on demand (cut bodies, ignored ranges,
@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../tiers/folder.h"
-#include "../../tiers/gcs.h"
-#include "../../tiers/gcs_json.h"
-#include "../../tiers/hierarchy.h"
+#include "tiers/folder/folder.h"
+#include "tiers/gcs/gcs.h"
+#include "tiers/gcs/gcs_json.h"
+#include "tiers/core/hierarchy.h"
 #include "gcs_fixture.h"
 #include "helpers.h"
 

@@ -1,5 +1,5 @@
 /*
- * Google Application Default Credentials (tiers/gcs_creds.c), each source
+ * Google Application Default Credentials (tiers/gcs/gcs_creds.c), each source
  * against tests/unit/gcs_fixture.py playing Google's token services: the
  * OAuth token endpoint checks the JWT's claims and VERIFIES its RS256
  * signature with `openssl dgst -verify` and the public half of a key pair
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../../tiers/gcs_creds.h"
+#include "tiers/gcs/gcs_creds.h"
 #include "gcs_fixture.h"
 #include "helpers.h"
 

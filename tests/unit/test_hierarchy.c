@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/folder.h"
-#include "../../tiers/hierarchy.h"
+#include "config/log.h"
+#include "tiers/folder/folder.h"
+#include "tiers/core/hierarchy.h"
 #include "fake_remote.h"
 #include "helpers.h"
 

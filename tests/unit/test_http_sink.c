@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/http_sink.h"
+#include "config/log.h"
+#include "tiers/net/http_sink.h"
 #include "helpers.h"
 
 #define SIZE 1000

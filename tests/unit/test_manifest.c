@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../config/util.h"
-#include "../../fs/manifest.h"
-#include "../../tiers/sink.h"
+#include "config/util.h"
+#include "fs/namespace/manifest.h"
+#include "tiers/core/sink.h"
 #include "helpers.h"
 
 /* mallinfo2() does not see the allocations of AddressSanitizer. */

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../fs/metrics.h"
-#include "../../fs/status.h"
-#include "../../fs/text.h"
-#include "../../tiers/folder.h"
+#include "config/log.h"
+#include "fs/metrics.h"
+#include "fs/status.h"
+#include "fs/text.h"
+#include "tiers/folder/folder.h"
 #include "helpers.h"
 
 static char err[1024];

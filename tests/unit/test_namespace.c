@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../config/util.h"
-#include "../../fs/manifest.h"
-#include "../../fs/namespace.h"
-#include "../../fs/publish.h"
-#include "../../tiers/origin.h"
+#include "config/log.h"
+#include "config/util.h"
+#include "fs/namespace/manifest.h"
+#include "fs/namespace/namespace.h"
+#include "fs/ctl/publish.h"
+#include "tiers/origin/origin.h"
 #include "helpers.h"
 
 /* mallinfo2() does not see the allocations of AddressSanitizer. */

@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/http.h"
-#include "../../tiers/origin_impl.h"
-#include "../../tiers/origin.h"
-#include "../../tiers/sink.h"
+#include "config/log.h"
+#include "tiers/net/http.h"
+#include "tiers/origin/origin_impl.h"
+#include "tiers/origin/origin.h"
+#include "tiers/core/sink.h"
 #include "helpers.h"
 
 #define HASH_A "0123456789abcdef0123456789abcdef"

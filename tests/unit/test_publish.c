@@ -14,10 +14,10 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
-#include "../../config/util.h"
-#include "../../fs/manifest.h"
-#include "../../fs/publish.h"
-#include "../../tiers/sink.h"
+#include "config/util.h"
+#include "fs/namespace/manifest.h"
+#include "fs/ctl/publish.h"
+#include "tiers/core/sink.h"
 #include "helpers.h"
 
 static char err[1024];

@@ -1,5 +1,5 @@
 /*
- * The s3 tier (tiers/s3.c, s3_client.c, s3_upload.c) and the s3:// origin
+ * The s3 tier (tiers/s3/s3.c, s3_client.c, s3_upload.c) and the s3:// origin
  * (origin_s3.c) against tests/unit/s3_fixture.py, a small S3 that checks
  * every request's SigV4 signature, x-amz-content-sha256 and session token
  * (s3rver, used by the integration tests, checks none of these), and
@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../tiers/folder.h"
-#include "../../tiers/hierarchy.h"
-#include "../../tiers/origin.h"
-#include "../../tiers/s3.h"
-#include "../../tiers/sink.h"
+#include "config/log.h"
+#include "tiers/folder/folder.h"
+#include "tiers/core/hierarchy.h"
+#include "tiers/origin/origin.h"
+#include "tiers/s3/s3.h"
+#include "tiers/core/sink.h"
 #include "helpers.h"
 #include "pyfixture.h"
 

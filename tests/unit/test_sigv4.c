@@ -1,5 +1,5 @@
 /*
- * tiers/sigv4.c against AWS's published examples, byte for byte:
+ * tiers/s3/sigv4.c against AWS's published examples, byte for byte:
  *   - the S3 API reference, "Signature Calculations for the Authorization
  *     Header: Transferring Payload in a Single Chunk": GET Object (Range),
  *     PUT Object, GET Bucket Lifecycle, Get Bucket (List Objects), with
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tiers/sigv4.h"
+#include "tiers/s3/sigv4.h"
 #include "helpers.h"
 
 /* ---- the S3 examples ---- */

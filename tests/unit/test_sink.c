@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../tiers/sink.h"
+#include "tiers/core/sink.h"
 #include "helpers.h"
 
 /* Over several of the sink's 1 MiB buffers, and not a multiple of one. */

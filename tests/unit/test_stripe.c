@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../stripe/engine.h"
-#include "../../stripe/layout.h"
-#include "../../stripe/stripe.h"
+#include "config/log.h"
+#include "stripe/engine.h"
+#include "stripe/layout.h"
+#include "stripe/stripe.h"
 #include "helpers.h"
 
 #define MiB (1ULL << 20)

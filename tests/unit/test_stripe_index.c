@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../config/log.h"
-#include "../../stripe/index.h"
+#include "config/log.h"
+#include "stripe/index.h"
 #include "helpers.h"
 
 #define CHUNK (1ULL << 20)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../stripe/discovery.h"
-#include "../../stripe/freemap.h"
-#include "../../stripe/layout.h"
+#include "stripe/discovery.h"
+#include "stripe/freemap.h"
+#include "stripe/layout.h"
 #include "helpers.h"
 
 #define MiB (1ULL << 20)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../stripe/tinylfu.h"
+#include "stripe/tinylfu.h"
 #include "helpers.h"
 
 #define NOBJ 4096

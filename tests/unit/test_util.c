@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../config/util.h"
+#include "config/util.h"
 #include "helpers.h"
 
 static uint64_t size_ok(const char *s)

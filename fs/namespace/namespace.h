@@ -1,0 +1,111 @@
+/*
+ * The namespace: datasets on the origin as a tree of directories and tar
+ * shards. It reads datasets.json and each dataset's manifest.json (parsed
+ * with libyaml, validated whole: a bad manifest is refused with a log line
+ * and never half applied), caches them on disk under a state directory so
+ * a remount works with the origin down (B7), and refreshes them on a TTL,
+ * preparing the new tree fully before swapping it in.
+ *
+ * Inode numbers are stable across remounts: a directory's is derived from
+ * its path, a shard's from its path and content hash, so a new revision of
+ * a shard gets a new inode (and a fresh page cache), while an inode handed
+ * to the kernel stays valid for the life of the mount.
+ *
+ * `<dataset>@<N>` (e.g. "train@1" inside "demo") pins revision N, read from
+ * revisions/<N>.json on first lookup. The tree never fetches shard payload.
+ * All functions are thread-safe.
+ */
+#ifndef DV_NAMESPACE_H
+#define DV_NAMESPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "tiers/origin/origin.h"
+
+#define DV_NS_ROOT_INO 1
+/*
+ * Every other inode the namespace hands out is at least this: the FUSE
+ * front may use 2 .. DV_NS_FIRST_INO - 1 for its own files (.datavo/).
+ */
+#define DV_NS_FIRST_INO 16
+
+enum dv_ns_kind { DV_NS_DIR, DV_NS_SHARD };
+
+/* One entry, copied out to the caller. */
+struct dv_ns_entry {
+	uint64_t ino;
+	enum dv_ns_kind kind;
+	char name[256];
+	uint64_t size;            /* shards */
+	char hash[65];            /* shards: content_hash */
+	uint8_t sha256[32];       /* shards */
+	char dataset[512];        /* shards and dataset dirs: "demo/train@1" */
+	uint64_t revision;        /* shards */
+	uint64_t index;           /* shards: the manifest's "index" */
+	time_t mtime;             /* manifest time (stable) */
+};
+
+struct dv_namespace;
+
+struct dv_ns_options {
+	struct dv_origin *origin;   /* borrowed */
+	const char *state_dir;      /* manifest cache directory (created);
+				       NULL: no disk cache */
+	unsigned ttl;               /* seconds between refreshes; 0: every
+				       dv_ns_maybe_refresh() refreshes */
+};
+
+/*
+ * Loads the namespace: the cached copies first, then the origin. Works with
+ * the origin down when a cache exists (B7). Fails only when neither gives a
+ * dataset list (-EIO, -ENOENT…), with a message in @err.
+ */
+int dv_ns_new(const struct dv_ns_options *opt, struct dv_namespace **out,
+	      char *err, size_t errlen);
+void dv_ns_free(struct dv_namespace *ns);
+
+/*
+ * Refreshes from the origin if the TTL passed; keeps the old tree on failure.
+ * Only one thread refreshes at a time; the others return at once and keep
+ * reading the current tree, which is replaced in one step when the new one
+ * is ready.
+ */
+void dv_ns_maybe_refresh(struct dv_namespace *ns);
+
+/*
+ * Looks up @name in directory @parent. 0, -ENOENT, -ENOTDIR. A first
+ * lookup of a pin ("train@1") reads revisions/1.json from the disk cache or
+ * the origin, and may then also fail with the origin's -EIO, -ETIMEDOUT…
+ */
+int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
+		 struct dv_ns_entry *out);
+
+/* Any inode ever handed out in this mount. 0 or -ENOENT. */
+int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
+		  struct dv_ns_entry *out);
+
+/*
+ * Lists directory @ino from position @pos (0 = start): calls @fn for each
+ * entry until it returns non-zero. Positions are stable for one listing.
+ * "." and ".." are not listed, nor pins. @fn runs under the namespace's
+ * read lock: it must not call back into the namespace. 0, -ENOENT, -ENOTDIR.
+ */
+typedef int (*dv_ns_fill_fn)(void *arg, const struct dv_ns_entry *e,
+			     uint64_t next_pos);
+int dv_ns_readdir(struct dv_namespace *ns, uint64_t ino, uint64_t pos,
+		  dv_ns_fill_fn fn, void *arg);
+
+/* Counters for status: datasets, shards, bad manifests refused. */
+struct dv_ns_stats {
+	uint64_t datasets;
+	uint64_t shards;
+	uint64_t refreshes;
+	uint64_t refresh_errors;
+	uint64_t rejected_manifests;
+};
+void dv_ns_stats(struct dv_namespace *ns, struct dv_ns_stats *out);
+
+#endif

@@ -1,0 +1,658 @@
+/*
+ * The azure_blob tier (azure.h): construction, the request layer (URL,
+ * x-ms-date and x-ms-version, authorization, errors, retries), lookup
+ * and download. Uploads are in azure_put.c, credentials in azure_creds.c,
+ * Shared Key signing in azure_sign.c.
+ *
+ * Errors are mapped here, once: 404 is a miss; 401/403 is -EACCES with a
+ * line that names the tier, the request, the credential in use and what
+ * to check (never the credential itself); the rest is -EIO or -ETIMEDOUT
+ * after the retries of the http: section.
+ */
+#include "azure_impl.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/log.h"
+#include "config/util.h"
+#include "tiers/net/http_sink.h"
+
+#define SHOWN_MAX 1024
+#define DENIED_LOG_EVERY 30 /* s between two detailed access-denied lines */
+
+static const struct dv_tier_ops azure_ops;
+
+struct azure_tier *dv_azure_downcast(struct dv_tier *t)
+{
+	assert(t->ops == &azure_ops);
+	return (struct azure_tier *)t;
+}
+
+/* ---- URLs ---- */
+
+static bool ip_or_localhost(const char *host)
+{
+	if (host[0] == '[' || strcmp(host, "localhost") == 0)
+		return true;
+	for (const char *p = host; *p; p++) {
+		if (!isdigit((unsigned char)*p) && *p != '.')
+			return false;
+	}
+	return true;
+}
+
+static bool loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+	       strcmp(host, "[::1]") == 0;
+}
+
+/* The first segment of @path ("/a/b" → "a"), or NULL. */
+static char *first_segment(const char *path)
+{
+	size_t len;
+
+	while (*path == '/')
+		path++;
+	len = strcspn(path, "/");
+	return len ? strndup(path, len) : NULL;
+}
+
+int dv_azure_url_account(const char *url, char **account)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *path = NULL;
+	const char *dot;
+
+	*account = NULL;
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+		goto out;
+	dot = strchr(host, '.');
+	if (ip_or_localhost(host))
+		*account = first_segment(path);
+	else if (dot && strncmp(dot, ".blob.", 6) == 0)
+		*account = strndup(host, (size_t)(dot - host));
+out:
+	curl_free(host);
+	curl_free(path);
+	curl_url_cleanup(u);
+	return 0;
+}
+
+static void strip_slashes(char *s)
+{
+	size_t len = strlen(s);
+
+	while (len > 0 && s[len - 1] == '/')
+		s[--len] = '\0';
+}
+
+/* scheme://host[:port]<path>, no query, no '/' at the end. */
+static int url_base(CURLU *u, char **out, char **host_out)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+	int ret = -EINVAL;
+
+	if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+		goto out;
+	curl_url_get(u, CURLUPART_PORT, &port, CURLU_NO_DEFAULT_PORT);
+	ret = -ENOMEM;
+	if (asprintf(out, "%s://%s%s%s%s", scheme, host, port ? ":" : "",
+		     port ? port : "", path) < 0) {
+		*out = NULL;
+		goto out;
+	}
+	*host_out = strdup(host);
+	ret = *host_out ? 0 : -ENOMEM;
+	strip_slashes(*out);
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	return ret;
+}
+
+static int parse_url(const char *url, CURLU **u)
+{
+	*u = curl_url();
+	if (!*u)
+		return -ENOMEM;
+	return curl_url_set(*u, CURLUPART_URL, url, 0) == CURLUE_OK ? 0 :
+								     -EINVAL;
+}
+
+/* The last non-empty path segment of @base ("…/acct/cont" → "cont"). */
+static const char *last_segment(const char *base)
+{
+	const char *slash = strrchr(base, '/');
+
+	return slash ? slash + 1 : base;
+}
+
+/*
+ * Sets base_url, base_path, plain_http and loopback from container_url
+ * (and endpoint); *@sas gets container_url's query, if any.
+ */
+static int setup_urls(struct azure_tier *a, const struct dv_tier_config *tc,
+		      char **sas, char *err, size_t errlen)
+{
+	CURLU *u = NULL, *e = NULL;
+	char *query = NULL, *base = NULL, *host = NULL, *ehost = NULL;
+	const char *path;
+	int ret;
+
+	ret = parse_url(tc->container_url, &u);
+	if (ret == 0)
+		ret = url_base(u, &base, &host);
+	if (ret)
+		goto bad;
+	if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && *query &&
+	    !(*sas = strdup(query)))
+		ret = -ENOMEM;
+	path = strstr(base, "://") + 3;
+	path += strcspn(path, "/");
+	if (ret == 0 && !*path) {
+		snprintf(err, errlen,
+			 "tier '%s': container_url names no container (https://<account>.blob.core.windows.net/<container>)",
+			 a->base.name);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (ret == 0 && tc->endpoint) {
+		char *ebase = NULL;
+
+		ret = parse_url(tc->endpoint, &e);
+		if (ret == 0)
+			ret = url_base(e, &ebase, &ehost);
+		if (ret)
+			goto bad;
+		if (asprintf(&a->base_url, "%s/%s", ebase, last_segment(base)) < 0)
+			a->base_url = NULL;
+		free(ebase);
+		free(host);
+		host = ehost;
+		ehost = NULL;
+	} else if (ret == 0) {
+		a->base_url = base;
+		base = NULL;
+	}
+	if (ret == 0 && !a->base_url)
+		ret = -ENOMEM;
+	if (ret)
+		goto out;
+	a->plain_http = strncmp(a->base_url, "http://", 7) == 0;
+	a->loopback = loopback(host);
+	path = strstr(a->base_url, "://") + 3;
+	a->base_path = path + strcspn(path, "/");
+	goto out;
+bad:
+	if (ret == -EINVAL)
+		snprintf(err, errlen, "tier '%s': %s is not a valid URL",
+			 a->base.name, e ? "endpoint" : "container_url");
+out:
+	curl_free(query);
+	free(base);
+	free(host);
+	free(ehost);
+	curl_url_cleanup(u);
+	curl_url_cleanup(e);
+	return ret;
+}
+
+/*
+ * The prefix is kept to characters that URLs never encode, so the path we
+ * send, the path we sign and the blob name are one string: Shared Key
+ * implementations differ on encoded paths, and none is at stake here.
+ */
+static int setup_prefix(struct azure_tier *a, const char *prefix, char *err,
+			size_t errlen)
+{
+	while (prefix && *prefix == '/')
+		prefix++;
+	if (!prefix)
+		prefix = "";
+	for (const char *p = prefix; *p; p++) {
+		if (isalnum((unsigned char)*p) || strchr("-._~/", *p))
+			continue;
+		snprintf(err, errlen,
+			 "tier '%s': prefix may hold only letters, digits and - . _ ~ /",
+			 a->base.name);
+		return -EINVAL;
+	}
+	if (asprintf(&a->blob_prefix, "%s%s", prefix, *prefix ? "/" : "") < 0) {
+		a->blob_prefix = NULL;
+		return -ENOMEM;
+	}
+	/* "a//b/" → no empty segments, one '/' at the end */
+	for (char *d = a->blob_prefix, *s = d;; s++) {
+		if (*s == '/' && d > a->blob_prefix && d[-1] == '/')
+			continue;
+		*d++ = *s;
+		if (!*s)
+			break;
+	}
+	return 0;
+}
+
+void dv_azure_shown(struct azure_tier *a, const char *hash, char *buf,
+		    size_t len)
+{
+	snprintf(buf, len, "%s/%s%s.tar", a->base_url, a->blob_prefix, hash);
+}
+
+/* ---- one request ---- */
+
+static int status_errno(long status)
+{
+	/* 416: the blob is shorter than we were told: not this shard. */
+	return status == 416 ? -EIO : dv_http_status_errno(status);
+}
+
+/* The <Code> of an error body ("AuthenticationFailed"), if readable. */
+static void error_code(const char *body, char *code, size_t len)
+{
+	const char *s = strstr(body, "<Code>");
+	size_t n = 0;
+
+	code[0] = '\0';
+	if (!s)
+		return;
+	s += 6;
+	while (n + 1 < len && isalnum((unsigned char)s[n]))
+		n++;
+	if (s[n] != '<')
+		return;
+	memcpy(code, s, n);
+	code[n] = '\0';
+}
+
+static void log_denied(struct azure_tier *a, const struct az_call *c,
+		       const struct dv_http_response *resp)
+{
+	time_t now = time(NULL), last;
+	char shown[SHOWN_MAX], what[192], code[64];
+
+	last = __atomic_load_n(&a->denied_logged, __ATOMIC_RELAXED);
+	if (last && now - last < DENIED_LOG_EVERY)
+		return;
+	__atomic_store_n(&a->denied_logged, now, __ATOMIC_RELAXED);
+	dv_azure_shown(a, c->hash, shown, sizeof(shown));
+	error_code(resp->errbody, code, sizeof(code));
+	dv_err("tier '%s': access denied (HTTP %ld%s%s) to %s %s with %s: %s",
+	       a->base.name, resp->status, code[0] ? " " : "", code, c->method,
+	       shown, dv_az_creds_describe(a->creds, what, sizeof(what)),
+	       dv_az_creds_hint(a->creds));
+}
+
+/* The request URL; it may hold the SAS (a secret): free with
+ * dv_az_free_secret(). */
+static char *request_url(struct azure_tier *a, const struct az_call *c,
+			 const char *sas)
+{
+	const char *q = c->query;
+	char *url;
+
+	if (asprintf(&url, "%s/%s%s.tar%s%s%s%s", a->base_url, a->blob_prefix,
+		     c->hash, q || sas ? "?" : "", q ? q : "",
+		     q && sas ? "&" : "", sas ? sas : "") < 0)
+		return NULL;
+	return url;
+}
+
+static int sign(struct azure_tier *a, const struct az_call *c,
+		const struct dv_az_key *key, const char *const *headers,
+		char *out, size_t outlen)
+{
+	struct dv_az_sign_input in = {
+		.method = c->method,
+		.query = c->query,
+		.headers = headers,
+		.content_length = c->body_fd_len ? c->body_fd_len : c->body_len,
+	};
+	char *path;
+	int ret;
+
+	if (asprintf(&path, "%s/%s%s.tar", a->base_path, a->blob_prefix,
+		     c->hash) < 0)
+		return -ENOMEM;
+	in.path = path;
+	ret = dv_az_sharedkey(key, &in, out, outlen);
+	free(path);
+	return ret;
+}
+
+/* Fills @h (at least 10 slots): version, date, the call's, Range. */
+static size_t base_headers(const struct az_call *c, const char **h,
+			   char *date, size_t datelen, char *range,
+			   size_t rangelen)
+{
+	char when[64];
+	size_t n = 0;
+
+	dv_az_http_date(time(NULL), when, sizeof(when));
+	snprintf(date, datelen, "x-ms-date: %s", when);
+	h[n++] = "x-ms-version: " DV_AZURE_VERSION;
+	h[n++] = date;
+	for (size_t i = 0; i < 4 && c->headers[i]; i++)
+		h[n++] = c->headers[i];
+	if (c->range) {
+		snprintf(range, rangelen, "Range: %s", c->range);
+		h[n++] = range;
+	}
+	h[n] = NULL;
+	return n;
+}
+
+static int authorize(struct azure_tier *a, const struct az_call *c,
+		     const struct dv_az_auth *auth, const char **h, size_t n,
+		     char *sig, size_t siglen)
+{
+	int ret;
+
+	if (auth->kind == DV_AZ_AUTH_BEARER) {
+		if (a->plain_http && !a->loopback) {
+			dv_err("tier '%s': refusing to send a bearer token over plain http to %s: use https",
+			       a->base.name, a->base_url);
+			return -EACCES;
+		}
+		h[n] = auth->header;
+	} else if (auth->kind == DV_AZ_AUTH_SHARED_KEY) {
+		/* sig: "Authorization: SharedKey account:signature" */
+		memcpy(sig, "Authorization: ", 15);
+		ret = sign(a, c, auth->key, h, sig + 15, siglen - 15);
+		if (ret) {
+			dv_err("tier '%s': cannot sign a request: %s",
+			       a->base.name, strerror(-ret));
+			return ret == -ENOMEM ? ret : -EIO;
+		}
+		h[n] = sig;
+	}
+	return 0;
+}
+
+int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
+		     struct dv_http_response *resp)
+{
+	char date[96], range[96], sig[DV_AZ_AUTH_MAX + 32];
+	const char *h[12];
+	struct dv_az_auth auth;
+	size_t n;
+	char *url = NULL;
+	int ret;
+
+	memset(resp, 0, sizeof(*resp));
+	ret = dv_az_creds_get(a->creds, &auth);
+	if (ret) {
+		snprintf(resp->detail, sizeof(resp->detail),
+			 "no credentials to authorize the request");
+		return ret;
+	}
+	n = base_headers(c, h, date, sizeof(date), range, sizeof(range));
+	h[n + 1] = NULL;
+	ret = authorize(a, c, &auth, h, n, sig, sizeof(sig));
+	if (ret)
+		goto out;
+	url = request_url(a, c, auth.kind == DV_AZ_AUTH_SAS ? auth.sas : NULL);
+	if (!url) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = dv_http_perform(&a->http, &(struct dv_http_request){
+		.method = c->method, .url = url, .headers = h,
+		.body_fd = c->body_fd, .body_fd_len = c->body_fd_len,
+		.body = c->body, .body_len = c->body_len,
+		.on_start = c->on_start, .on_body = c->on_body, .arg = c->arg,
+	}, resp);
+	if (ret == 0)
+		ret = status_errno(resp->status);
+	if (ret == -EACCES)
+		log_denied(a, c, resp);
+out:
+	if (ret && c->problem && c->problem[0])
+		snprintf(resp->detail, sizeof(resp->detail), "%s", c->problem);
+	explicit_bzero(sig, sizeof(sig));
+	dv_az_free_secret(url);
+	dv_az_auth_release(&auth);
+	return ret;
+}
+
+static const char *describe(int err, const struct dv_http_response *resp,
+			    char *buf, size_t len)
+{
+	if (resp->status && (resp->status < 200 || resp->status > 299))
+		snprintf(buf, len, "HTTP %ld", resp->status);
+	else if (resp->detail[0])
+		snprintf(buf, len, "%s", resp->detail);
+	else
+		snprintf(buf, len, "%s", strerror(-err));
+	return buf;
+}
+
+int dv_azure_request(struct azure_tier *a, struct az_call *c,
+		     struct dv_http_response *resp,
+		     bool (*reset)(struct az_call *c))
+{
+	char why[DV_HTTP_DETAIL_MAX + 32], shown[SHOWN_MAX];
+	unsigned n, delay;
+	int ret;
+
+	for (n = 0;; n++) {
+		ret = dv_azure_attempt(a, c, resp);
+		if (ret == 0 || !dv_http_transient(ret) || n >= a->http.retries)
+			break;
+		delay = dv_http_backoff_ms(n);
+		dv_azure_shown(a, c->hash, shown, sizeof(shown));
+		dv_warn("tier '%s': %s %s: %s (attempt %u of %u), retrying in %u ms",
+			a->base.name, c->method, shown,
+			describe(ret, resp, why, sizeof(why)), n + 1,
+			a->http.retries + 1, delay);
+		dv_http_sleep_ms(delay);
+		if (reset && reset(c)) {
+			ret = 0; /* nothing is left to ask for */
+			break;
+		}
+	}
+	if (ret && ret != -ENOENT && ret != -EACCES) {
+		dv_azure_shown(a, c->hash, shown, sizeof(shown));
+		dv_err("tier '%s': %s %s failed%s: %s", a->base.name, c->method,
+		       shown, n ? " after retries" : "",
+		       describe(ret, resp, why, sizeof(why)));
+	}
+	return dv_http_final_errno(ret);
+}
+
+/* ---- lookup ---- */
+
+int dv_azure_lookup(struct dv_tier *t, const char *hash, uint64_t size)
+{
+	struct azure_tier *a = dv_azure_downcast(t);
+	struct az_call c = { .method = "HEAD", .hash = hash };
+	struct dv_http_response resp;
+	char shown[SHOWN_MAX];
+	int ret;
+
+	if (!dv_valid_hash(hash))
+		return -EINVAL;
+	ret = dv_azure_request(a, &c, &resp, NULL);
+	if (ret)
+		return ret;
+	if (resp.has_length && resp.content_length == size)
+		return 0;
+	dv_azure_shown(a, hash, shown, sizeof(shown));
+	dv_warn("tier '%s': %s holds %" PRIu64 " bytes, expected %" PRIu64
+		": not this shard", t->name, shown,
+		resp.has_length ? resp.content_length : 0, size);
+	return -EBADMSG;
+}
+
+/* ---- download ---- */
+
+struct download {
+	struct az_call call;
+	struct dv_http_sink_get get;
+	char range[64];
+};
+
+/*
+ * Azure signs the Range, so it is ours; asked for even from byte 0. True
+ * when every byte is in already.
+ */
+static bool set_range(struct download *d)
+{
+	if (dv_http_sink_prepare(&d->get, NULL))
+		return true;
+	d->get.ranged = d->get.size > 0;
+	d->call.range = NULL;
+	if (!d->get.ranged)
+		return false;
+	snprintf(d->range, sizeof(d->range), "bytes=%" PRIu64 "-%" PRIu64,
+		 d->get.sink->written, d->get.size - 1);
+	d->call.range = d->range;
+	return false;
+}
+
+static bool download_reset(struct az_call *c)
+{
+	return set_range((struct download *)c);
+}
+
+static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
+			  struct dv_sink *sink)
+{
+	struct azure_tier *a = dv_azure_downcast(t);
+	char who[256], shown[SHOWN_MAX];
+	struct download d = { .get = { .sink = sink, .size = size, .who = who,
+				       .shown = shown } };
+	struct dv_http_response resp;
+	unsigned tries = 0;
+	int ret = 0;
+
+	if (!dv_valid_hash(hash))
+		return -EINVAL;
+	snprintf(who, sizeof(who), "tier '%s'", t->name);
+	dv_azure_shown(a, hash, shown, sizeof(shown));
+	d.call = (struct az_call){
+		.method = "GET", .hash = hash, .on_start = dv_http_sink_start,
+		.on_body = dv_http_sink_body, .arg = &d.get,
+		.problem = d.get.problem,
+	};
+	/* A body cut short is resumed from where it stopped, a few times. */
+	do {
+		if (set_range(&d))
+			break; /* every byte is in */
+		ret = dv_azure_request(a, &d.call, &resp, download_reset);
+		ret = dv_http_sink_finish(&d.get, ret, &resp);
+	} while (ret == -EPIPE && ++tries <= a->http.retries);
+	if (ret == 0)
+		dv_debug("tier '%s': downloaded %s (%" PRIu64 " bytes)", t->name,
+			 hash, size);
+	return dv_http_final_errno(ret);
+}
+
+/* ---- lifecycle ---- */
+
+static void azure_destroy(struct dv_tier *t)
+{
+	struct azure_tier *a = dv_azure_downcast(t);
+
+	dv_az_creds_free(a->creds);
+	dv_http_release(&a->http);
+	free(a->base_url);
+	free(a->blob_prefix);
+	dv_tier_release(t);
+	free(a);
+}
+
+static const struct dv_tier_ops azure_ops = {
+	.type = "azure_blob",
+	.caps = DV_TIER_REMOTE,
+	.destroy = azure_destroy,
+	.lookup = dv_azure_lookup,
+	.download = azure_download,
+	.install = dv_azure_install,
+};
+
+static int make_creds(struct azure_tier *a, const struct dv_tier_config *tc,
+		      const struct dv_config *cfg, const char *url_sas)
+{
+	struct dv_az_creds_opts o = {
+		.tier = a->base.name,
+		.sas_token = tc->sas_token ? tc->sas_token : url_sas,
+		.sas_source = tc->sas_token || !url_sas ? NULL :
+			      "the query of container_url",
+		.mi_client_id = tc->managed_identity_client_id,
+		.http = cfg ? &cfg->http : NULL,
+	};
+	char *account = NULL;
+	int ret;
+
+	ret = dv_azure_url_account(tc->container_url, &account);
+	if (ret == 0 && !account && tc->endpoint)
+		ret = dv_azure_url_account(tc->endpoint, &account);
+	if (ret)
+		return ret;
+	o.account = account;
+	ret = dv_az_creds_new(&o, &a->creds);
+	free(account);
+	return ret;
+}
+
+int dv_azure_tier_new(const struct dv_tier_config *tc,
+		      const struct dv_config *cfg, struct dv_tier **out,
+		      char *err, size_t errlen)
+{
+	struct azure_tier *a = calloc(1, sizeof(*a));
+	char *url_sas = NULL;
+	int ret;
+
+	*out = NULL;
+	if (!a || dv_tier_init(&a->base, &azure_ops, tc->name,
+			       DV_TIER_TYPE_AZURE_BLOB, tc->max_bytes)) {
+		free(a);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = dv_http_init(&a->http, cfg ? &cfg->http : NULL);
+	if (ret) {
+		dv_tier_release(&a->base);
+		free(a);
+		snprintf(err, errlen, "tier '%s': cannot initialize libcurl",
+			 tc->name ? tc->name : "azure_blob");
+		return ret;
+	}
+	if (!tc->container_url) {
+		snprintf(err, errlen, "tier '%s': container_url is missing",
+			 a->base.name);
+		ret = -EINVAL;
+	}
+	if (ret == 0)
+		ret = setup_urls(a, tc, &url_sas, err, errlen);
+	if (ret == 0)
+		ret = setup_prefix(a, tc->prefix, err, errlen);
+	if (ret == 0)
+		ret = make_creds(a, tc, cfg, url_sas);
+	dv_az_free_secret(url_sas);
+	if (ret) {
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		azure_destroy(&a->base);
+		return ret;
+	}
+	*out = &a->base;
+	return 0;
+}

@@ -1,0 +1,508 @@
+/*
+ * The GCS tier (see gcs.h): construction, the request loop shared with
+ * the uploads (token, retries, one token refresh after a 401, the log line
+ * of a failure), lookups and downloads.
+ *
+ * A download streams into the hierarchy's verifying sink; a transfer that
+ * breaks resumes with a Range request from the first byte it lacks, and an
+ * answer of 200 with the whole object (what the emulator does to a range
+ * it does not serve) starts the sink over.
+ *
+ * Not here: uploads (gcs_upload.c), tokens (gcs_creds.c), libcurl
+ * (http.c), verifying bytes (the sink and the hierarchy).
+ */
+#include "gcs_impl.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/log.h"
+#include "config/util.h"
+#include "gcs_json.h"
+#include "tiers/net/http_sink.h"
+
+#define REASON_MAX 200
+
+struct gcs_tier *dv_gcs_downcast(struct dv_tier *t)
+{
+	assert(t->ops == &dv_tier_gcs_ops);
+	return (struct gcs_tier *)t;
+}
+
+/* ---- names ---- */
+
+char *dv_gcs_encode(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = malloc(strlen(s) * 3 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
+			*p++ = (char)ch;
+		} else {
+			*p++ = '%';
+			*p++ = hex[ch >> 4];
+			*p++ = hex[ch & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+char *dv_gcs_object_enc(const struct gcs_tier *g, const char *hash)
+{
+	char *name, *enc;
+
+	if (asprintf(&name, "%s%s.tar", g->prefix, hash) < 0)
+		return NULL;
+	enc = dv_gcs_encode(name);
+	free(name);
+	return enc;
+}
+
+void dv_gcs_shown(const struct gcs_tier *g, const char *hash, char *buf,
+		  size_t len)
+{
+	snprintf(buf, len, "gs://%s/%s%s%s", g->bucket, g->prefix,
+		 hash ? hash : "", hash ? ".tar" : "");
+}
+
+/* ---- the request loop ---- */
+
+static const char *describe(int err, const struct dv_http_response *resp,
+			    char *buf, size_t len)
+{
+	if (resp->status && (resp->status < 200 || resp->status > 299))
+		snprintf(buf, len, "HTTP %ld", resp->status);
+	else if (resp->detail[0])
+		snprintf(buf, len, "%s", resp->detail);
+	else
+		snprintf(buf, len, "%s", strerror(-err));
+	return buf;
+}
+
+static void log_denied(struct gcs_tier *g, const char *what,
+		       const struct dv_http_response *resp)
+{
+	char reason[REASON_MAX], who[512];
+
+	dv_gcs_json_reason(resp->errbody, strlen(resp->errbody), reason,
+			   sizeof(reason));
+	if (g->creds)
+		dv_gcs_creds_describe(g->creds, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who),
+			 "none (STORAGE_EMULATOR_HOST)");
+	dv_err("tier '%s': access denied: %s: HTTP %ld%s%s; credentials: %s",
+	       g->base.name, what, resp->status, reason[0] ? ": " : "", reason,
+	       who);
+}
+
+static void log_failure(struct gcs_tier *g, const char *what, int err,
+			const struct dv_http_response *resp, unsigned attempts)
+{
+	char why[DV_HTTP_DETAIL_MAX + 32];
+
+	if (err == -ENOENT || err == -ENOMEM)
+		return;
+	if (err == -EACCES) {
+		/* Token failures were logged by gcs_creds.c. */
+		if (resp->status == 401 || resp->status == 403)
+			log_denied(g, what, resp);
+		return;
+	}
+	describe(err, resp, why, sizeof(why));
+	if (attempts > 1)
+		dv_warn("tier '%s': %s failed after %u attempts: %s",
+			g->base.name, what, attempts, why);
+	else
+		dv_warn("tier '%s': %s failed: %s", g->base.name, what, why);
+}
+
+static int auth_header(struct gcs_tier *g, char *buf, size_t len,
+		       struct dv_http_response *resp)
+{
+	int ret;
+
+	if (!g->creds)
+		return 0;
+	ret = dv_gcs_creds_header(g->creds, buf, len);
+	if (ret)
+		memset(resp, 0, sizeof(*resp));
+	return ret;
+}
+
+int dv_gcs_request(struct gcs_tier *g, const char *what,
+		   dv_gcs_attempt_fn fn, void *ctx,
+		   struct dv_http_response *resp)
+{
+	char auth[DV_GCS_AUTH_HEADER_MAX], why[DV_HTTP_DETAIL_MAX + 32];
+	bool refreshed = false;
+	unsigned n = 0, delay;
+	int ret;
+
+	for (;;) {
+		ret = auth_header(g, auth, sizeof(auth), resp);
+		if (ret)
+			break;
+		ret = fn(g, ctx, g->creds ? auth : NULL, resp);
+		if (ret >= 0)
+			break;
+		/* A token revoked or expired early: one fresh token. */
+		if (ret == -EACCES && resp->status == 401 && g->creds &&
+		    !refreshed) {
+			dv_info("tier '%s': %s: HTTP 401, fetching a new token",
+				g->base.name, what);
+			dv_gcs_creds_invalidate(g->creds);
+			refreshed = true;
+			continue;
+		}
+		if (!dv_http_transient(ret) || n >= g->http.retries)
+			break;
+		delay = dv_http_backoff_ms(n);
+		dv_warn("tier '%s': %s: %s (attempt %u of %u), retrying in %u ms",
+			g->base.name, what,
+			describe(ret, resp, why, sizeof(why)), n + 1,
+			g->http.retries + 1, delay);
+		dv_http_sleep_ms(delay);
+		n++;
+	}
+	OPENSSL_cleanse(auth, sizeof(auth));
+	if (ret >= 0)
+		return ret;
+	log_failure(g, what, ret, resp, n + 1);
+	return dv_http_final_errno(ret);
+}
+
+/* ---- lookup ---- */
+
+int dv_gcs_meta_size(const char *json, size_t len, uint64_t *size)
+{
+	struct dv_gcs_json_field f = { .key = "size" };
+	int ret;
+
+	ret = dv_gcs_json_get(json, len, &f, 1, NULL, 0);
+	if (ret == 0 && (!f.value || dv_parse_uint(f.value, UINT64_MAX, size)))
+		ret = -EPROTO;
+	dv_gcs_json_release(&f, 1);
+	return ret == -EINVAL ? -EPROTO : ret;
+}
+
+struct meta_ctx {
+	const char *url;
+	struct dv_http_buf buf;
+};
+
+static int meta_attempt(struct gcs_tier *g, void *arg, const char *auth,
+			struct dv_http_response *resp)
+{
+	struct meta_ctx *m = arg;
+	const char *headers[] = { auth, NULL };
+	struct dv_http_request req = {
+		.url = m->url,
+		.headers = headers,
+		.max_body = DV_GCS_META_MAX,
+		.on_body = dv_http_buf_append,
+		.arg = &m->buf,
+	};
+	int ret;
+
+	m->buf.len = 0;
+	ret = dv_http_perform(&g->http, &req, resp);
+	return ret ? ret : dv_http_status_errno(resp->status);
+}
+
+int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
+{
+	struct meta_ctx m;
+	struct dv_http_response resp;
+	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 16];
+	char *name, *url = NULL;
+	int ret;
+
+	name = dv_gcs_object_enc(g, hash);
+	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?fields=size",
+			      g->api, g->bucket_enc, name) < 0) {
+		free(name);
+		return -ENOMEM;
+	}
+	dv_gcs_shown(g, hash, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "metadata of %s", shown);
+	m.url = url;
+	dv_http_buf_init(&m.buf, DV_GCS_META_MAX);
+	ret = dv_gcs_request(g, what, meta_attempt, &m, &resp);
+	if (ret == 0) {
+		ret = dv_gcs_meta_size(m.buf.data ? m.buf.data : "", m.buf.len,
+				       size);
+		if (ret == -EPROTO) {
+			dv_warn("tier '%s': %s: the answer has no object size",
+				g->base.name, what);
+			ret = -EIO;
+		}
+	}
+	dv_http_buf_release(&m.buf);
+	free(url);
+	free(name);
+	return ret;
+}
+
+static int gcs_lookup(struct dv_tier *t, const char *hash, uint64_t size)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+	char shown[DV_GCS_SHOWN_MAX];
+	uint64_t have = 0;
+	int ret;
+
+	if (!dv_valid_hash(hash))
+		return -EINVAL;
+	ret = dv_gcs_stat(g, hash, &have);
+	if (ret)
+		return ret;
+	if (have != size) {
+		dv_gcs_shown(g, hash, shown, sizeof(shown));
+		dv_warn("tier '%s': %s holds %" PRIu64 " bytes, expected %"
+			PRIu64 ": a miss, to be replaced", t->name, shown, have,
+			size);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* ---- download ---- */
+
+struct get_ctx {
+	const char *url;
+	struct dv_http_sink_get get;
+};
+
+static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
+		       struct dv_http_response *resp)
+{
+	struct get_ctx *s = arg;
+	const char *headers[] = { auth, NULL };
+	struct dv_http_request req = { .url = s->url, .headers = headers };
+	int ret;
+
+	if (dv_http_sink_prepare(&s->get, &req))
+		return 0;
+	ret = dv_http_perform(&g->http, &req, resp);
+	if (ret == 0)
+		ret = dv_http_status_errno(resp->status);
+	return dv_http_sink_finish(&s->get, ret, resp);
+}
+
+static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
+			struct dv_sink *sink)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8], who[256];
+	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = who,
+				      .shown = shown } };
+	struct dv_http_response resp;
+	char *name, *url = NULL;
+	int ret;
+
+	if (!dv_valid_hash(hash))
+		return -EINVAL;
+	name = dv_gcs_object_enc(g, hash);
+	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?alt=media",
+			      g->api, g->bucket_enc, name) < 0) {
+		free(name);
+		return -ENOMEM;
+	}
+	dv_gcs_shown(g, hash, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "GET %s", shown);
+	snprintf(who, sizeof(who), "tier '%s'", t->name);
+	s.url = url;
+	ret = dv_gcs_request(g, what, get_attempt, &s, &resp);
+	free(url);
+	free(name);
+	return ret;
+}
+
+/* ---- lifecycle ---- */
+
+static int gcs_open(struct dv_tier *t)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+	char shown[DV_GCS_SHOWN_MAX];
+
+	/* No network here: credentials and the bucket are met on first use. */
+	dv_gcs_shown(g, NULL, shown, sizeof(shown));
+	dv_info("tier '%s': GCS bucket %s at %s%s%s%s", t->name, shown, g->api,
+		g->project ? ", project " : "", g->project ? g->project : "",
+		g->creds ? "" : ", anonymous (STORAGE_EMULATOR_HOST)");
+	return 0;
+}
+
+static void gcs_destroy(struct dv_tier *t)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+
+	dv_gcs_creds_free(g->creds);
+	dv_http_release(&g->http);
+	free(g->api);
+	free(g->bucket);
+	free(g->bucket_enc);
+	free(g->prefix);
+	free(g->project);
+	dv_tier_release(t);
+	free(g);
+}
+
+const struct dv_tier_ops dv_tier_gcs_ops = {
+	.type = "gcs",
+	.caps = DV_TIER_REMOTE,
+	.open = gcs_open,
+	.destroy = gcs_destroy,
+	.lookup = gcs_lookup,
+	.install = dv_gcs_install,
+	.download = gcs_download,
+};
+
+void dv_gcs_tier_set_upload_sizes(struct dv_tier *t, uint64_t threshold,
+				  uint64_t chunk)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+
+	chunk -= chunk % DV_GCS_CHUNK_UNIT;
+	g->resumable_threshold = threshold;
+	g->chunk_bytes = chunk ? chunk : DV_GCS_CHUNK_UNIT;
+}
+
+/* Bucket names: 3-222 of [a-z0-9._-], starting and ending alphanumeric. */
+static bool valid_bucket(const char *b)
+{
+	size_t len = strlen(b);
+
+	if (len < 3 || len > 222 || strspn(b, "abcdefghijklmnopqrstuvwxyz"
+					      "0123456789._-") != len)
+		return false;
+	return strchr("._-", b[0]) == NULL && strchr("._-", b[len - 1]) == NULL;
+}
+
+/* "team-a", "/team-a/" → "team-a/"; none → "". */
+static int set_prefix(struct gcs_tier *g, const char *p, char *err,
+		      size_t errlen)
+{
+	size_t len;
+
+	p = p ? p : "";
+	while (*p == '/')
+		p++;
+	len = strlen(p);
+	while (len > 0 && p[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < len; i++) {
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f) {
+			snprintf(err, errlen,
+				 "tier '%s': prefix holds a control character",
+				 g->base.name);
+			return -EINVAL;
+		}
+	}
+	if (asprintf(&g->prefix, "%.*s%s", (int)len, p, len ? "/" : "") < 0) {
+		g->prefix = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The endpoint, else $STORAGE_EMULATOR_HOST ("host:port" or a URL, as the
+ * client libraries take it), else Google's; no trailing "/" and no
+ * "/storage/v1", which the requests add.
+ */
+static int set_api(struct gcs_tier *g, const char *endpoint,
+		   const char *emulator)
+{
+	const char *base = endpoint && *endpoint ? endpoint :
+			   emulator && *emulator ? emulator : DV_GCS_API;
+	size_t len;
+
+	if (asprintf(&g->api, "%s%s", strstr(base, "://") ? "" : "http://",
+		     base) < 0) {
+		g->api = NULL;
+		return -ENOMEM;
+	}
+	len = strlen(g->api);
+	while (len > 0 && g->api[len - 1] == '/')
+		g->api[--len] = '\0';
+	if (len >= 11 && strcmp(g->api + len - 11, "/storage/v1") == 0)
+		g->api[len - 11] = '\0';
+	return 0;
+}
+
+static int setup(struct gcs_tier *g, const struct dv_tier_config *tc,
+		 const struct dv_config *cfg, char *err, size_t errlen)
+{
+	const char *emulator = getenv("STORAGE_EMULATOR_HOST");
+	int ret;
+
+	if (!tc->bucket || !valid_bucket(tc->bucket)) {
+		snprintf(err, errlen,
+			 "tier '%s': bucket '%.64s' is not a GCS bucket name (3-222 of a-z, 0-9, '.', '_', '-')",
+			 g->base.name, tc->bucket ? tc->bucket : "");
+		return -EINVAL;
+	}
+	ret = set_prefix(g, tc->prefix, err, errlen);
+	if (ret)
+		return ret;
+	g->bucket = strdup(tc->bucket);
+	g->bucket_enc = dv_gcs_encode(tc->bucket);
+	g->project = tc->project ? strdup(tc->project) : NULL;
+	if (!g->bucket || !g->bucket_enc || (tc->project && !g->project) ||
+	    set_api(g, tc->endpoint, emulator))
+		return -ENOMEM;
+	/* The emulator takes no credentials, as with Google's libraries. */
+	if (!emulator || !*emulator)
+		ret = dv_gcs_creds_new(&g->http, g->base.name, &g->creds);
+	return ret;
+}
+
+int dv_gcs_tier_new(const struct dv_tier_config *tc,
+		    const struct dv_config *cfg, struct dv_tier **out,
+		    char *err, size_t errlen)
+{
+	struct gcs_tier *g = calloc(1, sizeof(*g));
+	int ret;
+
+	*out = NULL;
+	if (!g || dv_tier_init(&g->base, &dv_tier_gcs_ops, tc->name,
+			       DV_TIER_TYPE_GCS, tc->max_bytes)) {
+		free(g);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* destroy releases http: it comes before anything that can fail. */
+	if (dv_http_init(&g->http, cfg ? &cfg->http : NULL)) {
+		dv_tier_release(&g->base);
+		free(g);
+		snprintf(err, errlen, "tier '%s': cannot initialize libcurl",
+			 tc->name ? tc->name : "gcs");
+		return -ENOMEM;
+	}
+	g->resumable_threshold = DV_GCS_RESUMABLE_THRESHOLD;
+	g->chunk_bytes = DV_GCS_CHUNK;
+	ret = setup(g, tc, cfg, err, errlen);
+	if (ret) {
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "tier '%s': out of memory",
+				 g->base.name);
+		gcs_destroy(&g->base);
+		return ret;
+	}
+	*out = &g->base;
+	return 0;
+}

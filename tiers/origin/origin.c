@@ -1,0 +1,91 @@
+/*
+ * The origin dispatcher: picks the backend from the URL's kind, and turns
+ * an origin into the fetcher the hierarchy calls on a full miss. Backends
+ * (origin_http.c, origin_file.c, origin_s3.c) do the work; nothing here
+ * touches the network or the disk.
+ */
+#include "origin.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tiers/net/http.h"
+#include "origin_impl.h"
+
+typedef int (*origin_new_fn)(const char *url, const struct dv_http_config *http,
+			     struct dv_origin **out, char *err, size_t errlen);
+
+static const struct {
+	const char *prefix;
+	origin_new_fn create;
+} kinds[] = {
+	{ .prefix = "http://", .create = dv_origin_http_new },
+	{ .prefix = "https://", .create = dv_origin_http_new },
+	{ .prefix = "file://", .create = dv_origin_file_new },
+	{ .prefix = "/", .create = dv_origin_file_new },
+	{ .prefix = "s3://", .create = dv_origin_s3_new },
+};
+
+int dv_origin_new(const char *url, const struct dv_http_config *http,
+		  struct dv_origin **out, char *err, size_t errlen)
+{
+	char shown[512];
+
+	*out = NULL;
+	if (!url || !*url) {
+		snprintf(err, errlen, "origin: empty URL");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strncasecmp(url, kinds[i].prefix, strlen(kinds[i].prefix)) == 0)
+			return kinds[i].create(url, http, out, err, errlen);
+	}
+	/* The URL may hold credentials: only its redacted form is echoed. */
+	dv_http_redact(url, shown, sizeof(shown));
+	if (!strstr(url, "://"))
+		snprintf(err, errlen,
+			 "origin \"%s\" is a relative path: give an absolute path or a file:// URL",
+			 shown);
+	else
+		snprintf(err, errlen,
+			 "origin \"%s\" is not supported: use http://, https://, file://, s3:// or an absolute path",
+			 shown);
+	return -EINVAL;
+}
+
+void dv_origin_free(struct dv_origin *o)
+{
+	if (o)
+		o->ops->destroy(o);
+}
+
+bool dv_origin_relpath_ok(const char *relpath)
+{
+	size_t len;
+
+	if (!relpath || !*relpath || relpath[0] == '/')
+		return false;
+	len = strlen(relpath);
+	if (len > 1024 || strstr(relpath, "..") || strstr(relpath, "//"))
+		return false;
+	/* Parts are [A-Za-z0-9._-]+: nothing that a URL would need escaped. */
+	return strspn(relpath, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			       "0123456789._-/") == len;
+}
+
+static int origin_fetch(void *arg, const struct dv_shard_ref *ref,
+			struct dv_sink *sink)
+{
+	struct dv_origin *o = arg;
+
+	return o->ops->fetch_shard(o, ref->hash, ref->size, sink);
+}
+
+void dv_origin_fetcher(struct dv_origin *o, struct dv_fetcher *out)
+{
+	out->fetch = origin_fetch;
+	out->arg = o;
+}

@@ -1,0 +1,703 @@
+/*
+ * The network sources of the AWS credential chain (aws_creds.h): STS
+ * AssumeRoleWithWebIdentity, the ECS container agent, EC2 IMDSv2.
+ *
+ * Every answer is read into a bounded buffer (DV_AWS_DOC_MAX). JSON
+ * (ECS, IMDS) goes through libyaml, which reads JSON; STS's XML is
+ * scanned for the four elements of <Credentials> and nothing else.
+ * Log lines name the source and the URL without its query, never a token
+ * or a key; error bodies are reduced to their error code.
+ */
+#include "aws_creds_impl.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "config/log.h"
+#include "sigv4.h"
+
+#define IMDS_TOKEN_TTL "21600"
+#define SESSION_NAME_MAX 64
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* ---- one bounded request, with retries of transient failures ---- */
+
+struct fetch {
+	struct dv_http *http;
+	const char *method;
+	const char *url;
+	const char *const *headers;
+	const char *body;
+	const char *what;       /* for log lines: "STS", "ECS agent"… */
+	bool quiet_connect;     /* a refused connection is not worth a warning */
+};
+
+static int fetch_once(const struct fetch *f, struct dv_http_buf *buf,
+		      struct dv_http_response *resp)
+{
+	struct dv_http_request req = {
+		.method = f->method,
+		.url = f->url,
+		.headers = f->headers,
+		.body = f->body,
+		.body_len = f->body ? strlen(f->body) : 0,
+		.max_body = DV_AWS_DOC_MAX,
+		.on_body = dv_http_buf_append,
+		.arg = buf,
+	};
+	int ret;
+
+	buf->len = 0;
+	ret = dv_http_perform(f->http, &req, resp);
+	return ret ? ret : dv_http_status_errno(resp->status);
+}
+
+/* The text of <@name>…</@name> in @xml (bounded by @end), or NULL. */
+static const char *xml_find(const char *xml, const char *end,
+			    const char *name, size_t *len)
+{
+	char open[64], close[64];
+	const char *s, *e;
+
+	snprintf(open, sizeof(open), "<%s>", name);
+	snprintf(close, sizeof(close), "</%s>", name);
+	s = memmem(xml, (size_t)(end - xml), open, strlen(open));
+	if (!s)
+		return NULL;
+	s += strlen(open);
+	e = memmem(s, (size_t)(end - s), close, strlen(close));
+	if (!e)
+		return NULL;
+	*len = (size_t)(e - s);
+	return s;
+}
+
+void dv_aws_error_code(const char *body, char *out, size_t cap)
+{
+	const char *code, *end = body + strlen(body);
+	size_t len = 0;
+
+	out[0] = '\0';
+	code = xml_find(body, end, "Code", &len);
+	if (!code || len >= cap)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		char ch = code[i];
+
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_'))
+			return;
+	}
+	memcpy(out, code, len);
+	out[len] = '\0';
+}
+
+static void log_failure(const struct fetch *f, int err,
+			const struct dv_http_response *resp,
+			const struct dv_http_buf *buf)
+{
+	char shown[512], code[64] = "";
+
+	dv_http_redact(f->url, shown, sizeof(shown));
+	if (resp->status >= 400) {
+		dv_aws_error_code(buf->data ? buf->data : "", code, sizeof(code));
+		if (!code[0])
+			dv_aws_error_code(resp->errbody, code, sizeof(code));
+		dv_err("AWS credentials: %s (%s) answered HTTP %ld%s%s%s",
+		       f->what, shown, resp->status, code[0] ? " (" : "", code,
+		       code[0] ? ")" : "");
+	} else if (err == -ECONNREFUSED && f->quiet_connect) {
+		dv_debug("AWS credentials: %s (%s): %s", f->what, shown,
+			 resp->detail[0] ? resp->detail : strerror(-err));
+	} else {
+		dv_err("AWS credentials: %s (%s): %s", f->what, shown,
+		       resp->detail[0] ? resp->detail : strerror(-err));
+	}
+}
+
+/* 0 with the body in @buf, or -errno (logged). */
+static int fetch(const struct fetch *f, struct dv_http_buf *buf)
+{
+	struct dv_http_response resp;
+	unsigned n;
+	int ret;
+
+	for (n = 0;; n++) {
+		ret = fetch_once(f, buf, &resp);
+		if (ret == 0 || !dv_http_transient(ret) || n >= f->http->retries)
+			break;
+		dv_http_sleep_ms(dv_http_backoff_ms(n));
+	}
+	if (ret)
+		log_failure(f, ret, &resp, buf);
+	return dv_http_final_errno(ret);
+}
+
+/* ---- answers ---- */
+
+int dv_aws_parse_time(const char *s, time_t *out)
+{
+	struct tm tm = { 0 };
+	int consumed = 0, oh = 0, om = 0;
+	const char *rest;
+	time_t t;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+		   &consumed) != 6 || consumed == 0)
+		return -EINVAL;
+	rest = s + consumed;
+	if (*rest == '.')
+		rest += 1 + strspn(rest + 1, "0123456789");
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -EINVAL;
+	if ((*rest == '+' || *rest == '-') &&
+	    sscanf(rest + 1, "%2d:%2d", &oh, &om) == 2)
+		t += (*rest == '+' ? -1 : 1) * (oh * 3600 + om * 60);
+	else if (*rest && strcmp(rest, "Z") != 0)
+		return -EINVAL;
+	*out = t;
+	return 0;
+}
+
+/* Replaces XML's five entities in place. */
+static void xml_unescape(char *s)
+{
+	static const struct { const char *ent; char ch; } ents[] = {
+		{ "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' },
+		{ "&quot;", '"' }, { "&apos;", '\'' },
+	};
+	char *w = s;
+
+	while (*s) {
+		size_t i, n = sizeof(ents) / sizeof(ents[0]);
+
+		for (i = 0; *s == '&' && i < n; i++) {
+			if (strncmp(s, ents[i].ent, strlen(ents[i].ent)) == 0)
+				break;
+		}
+		if (*s == '&' && i < n) {
+			*w++ = ents[i].ch;
+			s += strlen(ents[i].ent);
+		} else {
+			*w++ = *s++;
+		}
+	}
+	*w = '\0';
+}
+
+static int xml_take(const char *xml, const char *end, const char *name,
+		    char *dst, size_t cap)
+{
+	size_t len;
+	const char *v = xml_find(xml, end, name, &len);
+
+	if (!v || dv_aws_copy(dst, cap, v, len))
+		return -EPROTO;
+	xml_unescape(dst);
+	return 0;
+}
+
+static int parse_sts(const char *body, size_t len, struct dv_aws_creds *out)
+{
+	char when[64];
+	const char *end = body + len, *creds;
+	size_t clen;
+
+	creds = xml_find(body, end, "Credentials", &clen);
+	if (!creds)
+		return -EPROTO;
+	end = creds + clen;
+	if (xml_take(creds, end, "AccessKeyId", out->access_key,
+		     sizeof(out->access_key)) ||
+	    xml_take(creds, end, "SecretAccessKey", out->secret_key,
+		     sizeof(out->secret_key)) ||
+	    xml_take(creds, end, "SessionToken", out->session_token,
+		     sizeof(out->session_token)) ||
+	    xml_take(creds, end, "Expiration", when, sizeof(when)) ||
+	    dv_aws_parse_time(when, &out->expiration))
+		return -EPROTO;
+	return 0;
+}
+
+struct json_field {
+	const char *name;
+	char *buf;
+	size_t cap;
+	bool found;
+};
+
+/* Scalar value of @key in the top-level mapping: copy it if wanted. */
+static int json_store(struct json_field *f, size_t n, const char *key,
+		      const yaml_event_t *ev)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(f[i].name, key) != 0)
+			continue;
+		if (dv_aws_copy(f[i].buf, f[i].cap,
+				(const char *)ev->data.scalar.value,
+				ev->data.scalar.length))
+			return -EPROTO;
+		f[i].found = true;
+	}
+	return 0;
+}
+
+/*
+ * Picks string members of a flat JSON object with libyaml. Nested values
+ * are skipped. 0, or -EPROTO for something that is not an object, or a
+ * value too long for its buffer.
+ */
+static int json_fields(const char *text, size_t len, struct json_field *f,
+		       size_t n)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	char key[128] = "";
+	bool want_key = true, done = false;
+	int depth = 0, ret = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!done && ret == 0) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			ret = -EPROTO;
+			break;
+		}
+		switch (ev.type) {
+		case YAML_MAPPING_START_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+			if (depth == 0 && ev.type != YAML_MAPPING_START_EVENT)
+				ret = -EPROTO;
+			if (depth == 1)
+				want_key = true; /* a nested value ends here */
+			depth++;
+			break;
+		case YAML_MAPPING_END_EVENT:
+		case YAML_SEQUENCE_END_EVENT:
+			depth--;
+			break;
+		case YAML_SCALAR_EVENT:
+			if (depth == 0) {
+				ret = -EPROTO;
+			} else if (depth == 1 && want_key) {
+				snprintf(key, sizeof(key), "%s",
+					 (const char *)ev.data.scalar.value);
+				want_key = false;
+			} else if (depth == 1) {
+				ret = json_store(f, n, key, &ev);
+				want_key = true;
+			}
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return ret;
+}
+
+/* {"AccessKeyId", "SecretAccessKey", "Token", "Expiration"} (ECS, IMDS). */
+static int parse_json_creds(const char *body, size_t len,
+			    struct dv_aws_creds *out)
+{
+	char when[64] = "", code[64] = "";
+	struct json_field f[] = {
+		{ "AccessKeyId", out->access_key, sizeof(out->access_key), false },
+		{ "SecretAccessKey", out->secret_key, sizeof(out->secret_key), false },
+		{ "Token", out->session_token, sizeof(out->session_token), false },
+		{ "Expiration", when, sizeof(when), false },
+		{ "Code", code, sizeof(code), false },
+	};
+	int ret;
+
+	if (!body || !len)
+		return -EPROTO;
+	ret = json_fields(body, len, f, sizeof(f) / sizeof(f[0]));
+	if (ret)
+		return ret;
+	if (f[4].found && strcmp(code, "Success") != 0)
+		return -EIO;
+	if (!f[0].found || !f[1].found)
+		return -EPROTO;
+	if (f[3].found && dv_aws_parse_time(when, &out->expiration))
+		return -EPROTO;
+	return 0;
+}
+
+/* ---- STS AssumeRoleWithWebIdentity ---- */
+
+static char *sts_endpoint(void)
+{
+	char region[64], *url = NULL;
+	const char *e = env("AWS_ENDPOINT_URL_STS");
+
+	if (!e)
+		e = env("AWS_ENDPOINT_URL");
+	if (e)
+		return strdup(e);
+	if (dv_aws_region(region, sizeof(region)) == 0) {
+		if (asprintf(&url, "https://sts.%s.amazonaws.com", region) < 0)
+			return NULL;
+		return url;
+	}
+	return strdup("https://sts.amazonaws.com");
+}
+
+static char *sts_body(const char *role, const char *session, const char *token)
+{
+	char *r = dv_sigv4_uri_encode(role, false);
+	char *s = dv_sigv4_uri_encode(session, false);
+	char *t = dv_sigv4_uri_encode(token, false);
+	char *body = NULL;
+
+	if (r && s && t &&
+	    asprintf(&body, "Action=AssumeRoleWithWebIdentity&RoleArn=%s"
+			    "&RoleSessionName=%s&Version=2011-06-15"
+			    "&WebIdentityToken=%s", r, s, t) < 0)
+		body = NULL;
+	free(r);
+	free(s);
+	if (t) {
+		memset(t, 0, strlen(t));
+		free(t);
+	}
+	return body;
+}
+
+static int sts_call(struct dv_aws_chain *c, const char *role,
+		    const char *token, struct dv_aws_creds *out)
+{
+	static const char *const headers[] = {
+		"Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+		"Accept: application/xml", NULL,
+	};
+	char session[SESSION_NAME_MAX + 1];
+	struct dv_http_buf buf;
+	struct fetch f = { .http = &c->sts_http, .method = "POST",
+			   .headers = headers, .what = "STS AssumeRoleWithWebIdentity" };
+	char *url = sts_endpoint(), *body;
+	int ret = -ENOMEM;
+
+	snprintf(session, sizeof(session), "%s",
+		 env("AWS_ROLE_SESSION_NAME") ? env("AWS_ROLE_SESSION_NAME")
+					      : "datavofs");
+	body = sts_body(role, session, token);
+	if (!url || !body)
+		goto out;
+	/* STS is at the endpoint's root. */
+	f.url = url;
+	f.body = body;
+	dv_http_buf_init(&buf, DV_AWS_DOC_MAX);
+	ret = fetch(&f, &buf);
+	if (ret == 0) {
+		ret = parse_sts(buf.data ? buf.data : "", buf.len, out);
+		if (ret)
+			dv_err("AWS credentials: STS answered without usable credentials");
+	}
+	if (buf.data)
+		memset(buf.data, 0, buf.len);
+	dv_http_buf_release(&buf);
+out:
+	if (body) {
+		memset(body, 0, strlen(body));
+		free(body);
+	}
+	free(url);
+	return ret;
+}
+
+int dv_aws_from_web_identity(struct dv_aws_chain *c, struct dv_aws_creds *out)
+{
+	const char *file = env("AWS_WEB_IDENTITY_TOKEN_FILE");
+	const char *role = env("AWS_ROLE_ARN");
+	char *token = NULL;
+	int ret;
+
+	if (!file && !role)
+		return -ENOENT;
+	if (!file || !role) {
+		dv_warn("AWS credentials: web identity needs both AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; %s is not set",
+			file ? "AWS_ROLE_ARN" : "AWS_WEB_IDENTITY_TOKEN_FILE");
+		return -ENOENT;
+	}
+	/* Read on every refresh: projected tokens are rotated. */
+	ret = dv_aws_read_token_file(file, &token);
+	if (ret) {
+		dv_err("AWS credentials: cannot read the web identity token %s: %s",
+		       file, strerror(-ret));
+		return ret == -EACCES ? -EACCES : -EIO;
+	}
+	ret = sts_call(c, role, token, out);
+	memset(token, 0, strlen(token));
+	free(token);
+	out->source = "web identity (STS)";
+	return ret;
+}
+
+/* ---- ECS container credentials ---- */
+
+/* http:// full URIs may only reach the local agent (as the SDKs rule). */
+static bool ecs_host_allowed(const char *url)
+{
+	static const char *const hosts[] = {
+		"localhost", "[::1]", "169.254.170.2", "169.254.170.23",
+		"[fd00:ec2::23]",
+	};
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	bool ok = false;
+
+	if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+		goto out;
+	if (strcasecmp(scheme, "https") == 0) {
+		ok = true;
+		goto out;
+	}
+	if (strcasecmp(scheme, "http") != 0)
+		goto out;
+	ok = strncmp(host, "127.", 4) == 0;
+	for (size_t i = 0; !ok && i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		ok = strcasecmp(host, hosts[i]) == 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ok;
+}
+
+static char *ecs_url(struct dv_aws_chain *c)
+{
+	const char *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	char *url = NULL;
+
+	if (rel) {
+		if (asprintf(&url, "http://%s%s%s",
+			     c->ecs_host ? c->ecs_host : DV_AWS_ECS_HOST,
+			     rel[0] == '/' ? "" : "/", rel) < 0)
+			return NULL;
+		return url;
+	}
+	return strdup(full);
+}
+
+/* "Authorization: <token>" from the token file or variable, or NULL. */
+static int ecs_auth_header(char **out)
+{
+	const char *file = env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+	const char *tok = env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+	char *read = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	if (file) {
+		ret = dv_aws_read_token_file(file, &read);
+		if (ret) {
+			dv_err("AWS credentials: cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s",
+			       file, strerror(-ret));
+			return -EIO;
+		}
+		tok = read;
+	}
+	if (tok && strpbrk(tok, "\r\n")) {
+		dv_err("AWS credentials: the container authorization token holds a line break");
+		ret = -EINVAL;
+	} else if (tok && asprintf(out, "Authorization: %s", tok) < 0) {
+		*out = NULL;
+		ret = -ENOMEM;
+	}
+	if (read) {
+		memset(read, 0, strlen(read));
+		free(read);
+	}
+	return ret;
+}
+
+int dv_aws_from_ecs(struct dv_aws_chain *c, struct dv_aws_creds *out)
+{
+	const char *headers[2] = { NULL, NULL };
+	struct fetch f = { .http = &c->meta_http, .what = "the ECS container agent" };
+	struct dv_http_buf buf;
+	char *url, *auth = NULL, shown[512];
+	int ret;
+
+	if (!env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") &&
+	    !env("AWS_CONTAINER_CREDENTIALS_FULL_URI"))
+		return -ENOENT;
+	url = ecs_url(c);
+	if (!url)
+		return -ENOMEM;
+	if (!env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") &&
+	    !ecs_host_allowed(url)) {
+		dv_err("AWS credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI %s must be https, or http to a loopback or ECS/EKS agent address",
+		       dv_http_redact(url, shown, sizeof(shown)));
+		free(url);
+		return -EINVAL;
+	}
+	ret = ecs_auth_header(&auth);
+	if (ret == 0) {
+		headers[0] = auth;
+		f.url = url;
+		f.headers = headers;
+		dv_http_buf_init(&buf, DV_AWS_DOC_MAX);
+		ret = fetch(&f, &buf);
+		if (ret == 0 && parse_json_creds(buf.data, buf.len, out)) {
+			dv_err("AWS credentials: the ECS container agent answered without usable credentials");
+			ret = -EPROTO;
+		}
+		if (buf.data)
+			memset(buf.data, 0, buf.len);
+		dv_http_buf_release(&buf);
+	}
+	if (auth) {
+		memset(auth, 0, strlen(auth));
+		free(auth);
+	}
+	free(url);
+	out->source = "ECS container credentials";
+	return ret;
+}
+
+/* ---- EC2 instance metadata (IMDSv2) ---- */
+
+static bool imds_disabled(void)
+{
+	const char *v = env("AWS_EC2_METADATA_DISABLED");
+
+	return v && strcasecmp(v, "true") == 0;
+}
+
+static int imds_get(struct dv_aws_chain *c, const char *base, const char *path,
+		    const char *token_header, struct dv_http_buf *buf)
+{
+	const char *headers[] = { token_header, NULL };
+	char *url;
+	struct fetch f = { .http = &c->meta_http, .headers = headers,
+			   .what = "EC2 instance metadata", .quiet_connect = true };
+	int ret;
+
+	if (asprintf(&url, "%s%s", base, path) < 0)
+		return -ENOMEM;
+	f.url = url;
+	ret = fetch(&f, buf);
+	free(url);
+	return ret;
+}
+
+/* The session token, as "X-aws-ec2-metadata-token: …" in *@hdr. */
+static int imds_token(struct dv_aws_chain *c, const char *base, char **hdr)
+{
+	static const char *const headers[] = {
+		"X-aws-ec2-metadata-token-ttl-seconds: " IMDS_TOKEN_TTL, NULL,
+	};
+	struct fetch f = { .http = &c->meta_http, .method = "PUT",
+			   .headers = headers, .what = "EC2 instance metadata",
+			   .quiet_connect = true };
+	struct dv_http_buf buf;
+	char *url;
+	int ret;
+
+	if (asprintf(&url, "%s/latest/api/token", base) < 0)
+		return -ENOMEM;
+	f.url = url;
+	dv_http_buf_init(&buf, 4096);
+	ret = fetch(&f, &buf);
+	if (ret == 0 && (!buf.data || !buf.len || strpbrk(buf.data, "\r\n")))
+		ret = -EPROTO;
+	if (ret == 0 &&
+	    asprintf(hdr, "X-aws-ec2-metadata-token: %s", buf.data) < 0)
+		ret = -ENOMEM;
+	if (buf.data)
+		memset(buf.data, 0, buf.len);
+	dv_http_buf_release(&buf);
+	free(url);
+	return ret;
+}
+
+static int imds_role(struct dv_aws_chain *c, const char *base,
+		     const char *hdr, char *role, size_t cap)
+{
+	struct dv_http_buf buf;
+	int ret;
+
+	dv_http_buf_init(&buf, 4096);
+	ret = imds_get(c, base, "/latest/meta-data/iam/security-credentials/",
+		       hdr, &buf);
+	if (ret == 0) {
+		size_t len = buf.data ? strcspn(buf.data, "\r\n") : 0;
+
+		ret = len && !memchr(buf.data, '/', len) ?
+			      dv_aws_copy(role, cap, buf.data, len) : -ENOENT;
+	}
+	dv_http_buf_release(&buf);
+	return ret;
+}
+
+int dv_aws_from_imds(struct dv_aws_chain *c, struct dv_aws_creds *out)
+{
+	const char *base = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	char role[256], path[320], *hdr = NULL, *trimmed;
+	struct dv_http_buf buf;
+	int ret;
+
+	if (imds_disabled())
+		return -ENOENT;
+	trimmed = strdup(base ? base : DV_AWS_IMDS_ENDPOINT);
+	if (!trimmed)
+		return -ENOMEM;
+	while (*trimmed && trimmed[strlen(trimmed) - 1] == '/')
+		trimmed[strlen(trimmed) - 1] = '\0';
+	ret = imds_token(c, trimmed, &hdr);
+	/* No metadata service (not on EC2): the chain simply ends. */
+	if (ret) {
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = imds_role(c, trimmed, hdr, role, sizeof(role));
+	if (ret) {
+		dv_info("AWS credentials: this instance has no IAM role");
+		ret = -ENOENT;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/latest/meta-data/iam/security-credentials/%s",
+		 role);
+	dv_http_buf_init(&buf, DV_AWS_DOC_MAX);
+	ret = imds_get(c, trimmed, path, hdr, &buf);
+	if (ret == 0 && parse_json_creds(buf.data, buf.len, out)) {
+		dv_err("AWS credentials: instance metadata answered without usable credentials");
+		ret = -EPROTO;
+	}
+	if (buf.data)
+		memset(buf.data, 0, buf.len);
+	dv_http_buf_release(&buf);
+out:
+	if (hdr) {
+		memset(hdr, 0, strlen(hdr));
+		free(hdr);
+	}
+	free(trimmed);
+	out->source = "EC2 instance metadata";
+	return ret;
+}
