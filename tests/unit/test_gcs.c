@@ -18,7 +18,7 @@
 
 #include "tiers/folder/folder.h"
 #include "tiers/gcs/gcs.h"
-#include "tiers/gcs/gcs_json.h"
+#include "tiers/net/json.h"
 #include "tiers/core/hierarchy.h"
 #include "gcs_fixture.h"
 #include "helpers.h"
@@ -123,13 +123,13 @@ START_TEST(test_json_fields)
 		"{\"kind\":\"storage#object\",\"size\":\"1048576\",\"n\":12,"
 		"\"skip\":{\"a\":[1,{\"b\":2}]},\"nul\":null,\"t\":true,"
 		"\"error\":{\"code\":403,\"message\":\"x\\u00e9\\n\\/y\"}}";
-	struct dv_gcs_json_field f[] = {
+	struct dv_json_field f[] = {
 		{ .key = "size" }, { .key = "n" }, { .key = "nul" },
 		{ .key = "t" }, { .key = "error.message" }, { .key = "absent" },
 		{ .key = "skip" },
 	};
 
-	ck_assert_int_eq(dv_gcs_json_get(doc, strlen(doc), f, 7, NULL, 0), 0);
+	ck_assert_int_eq(dv_json_get(doc, strlen(doc), f, 7, NULL, 0), 0);
 	ck_assert_str_eq(f[0].value, "1048576");
 	ck_assert_str_eq(f[1].value, "12");
 	ck_assert_ptr_null(f[2].value);
@@ -137,7 +137,7 @@ START_TEST(test_json_fields)
 	ck_assert_str_eq(f[4].value, "x\xc3\xa9\n/y");
 	ck_assert_ptr_null(f[5].value);
 	ck_assert_ptr_null(f[6].value);
-	dv_gcs_json_release(f, 7);
+	dv_json_release(f, 7);
 }
 END_TEST
 
@@ -147,15 +147,15 @@ START_TEST(test_json_rejects)
 		"", "[1]", "\"s\"", "{\"a\": 1", "{\"a\":\"\\u0000\"}",
 		"{a: 1}", "{\"a\": *x}",
 	};
-	struct dv_gcs_json_field f = { .key = "a" };
+	struct dv_json_field f = { .key = "a" };
 	char err[128];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_msg(dv_gcs_json_get(bad[i], strlen(bad[i]), &f, 1, err,
+		ck_assert_msg(dv_json_get(bad[i], strlen(bad[i]), &f, 1, err,
 					      sizeof(err)) == -EINVAL,
 			      "accepted %s", bad[i]);
 		ck_assert(err[0] != '\0');
-		dv_gcs_json_release(&f, 1);
+		dv_json_release(&f, 1);
 	}
 }
 END_TEST
@@ -166,13 +166,13 @@ START_TEST(test_json_reason)
 	const char *gcs = "{\"error\":{\"code\":403,\"message\":\"a@b does not have storage.objects.get access\"}}";
 	const char *oauth = "{\"error\":\"invalid_grant\",\"error_description\":\"Bad\\tRequest\"}";
 
-	ck_assert_str_eq(dv_gcs_json_reason(gcs, strlen(gcs), buf, sizeof(buf)),
+	ck_assert_str_eq(dv_json_reason(gcs, strlen(gcs), buf, sizeof(buf)),
 			 "a@b does not have storage.objects.get access");
-	ck_assert_str_eq(dv_gcs_json_reason(oauth, strlen(oauth), buf, sizeof(buf)),
+	ck_assert_str_eq(dv_json_reason(oauth, strlen(oauth), buf, sizeof(buf)),
 			 "invalid_grant: Bad?Request");
-	ck_assert_str_eq(dv_gcs_json_reason("<html>", 6, buf, sizeof(buf)), "");
+	ck_assert_str_eq(dv_json_reason("<html>", 6, buf, sizeof(buf)), "");
 	/* An error body cut short still gives what came first. */
-	ck_assert_str_eq(dv_gcs_json_reason(gcs, 60, buf, sizeof(buf)), "");
+	ck_assert_str_eq(dv_json_reason(gcs, 60, buf, sizeof(buf)), "");
 }
 END_TEST
 

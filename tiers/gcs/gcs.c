@@ -24,7 +24,7 @@
 
 #include "config/log.h"
 #include "config/util.h"
-#include "gcs_json.h"
+#include "tiers/net/json.h"
 #include "tiers/net/http_sink.h"
 
 #define REASON_MAX 200
@@ -97,7 +97,7 @@ static void log_denied(struct gcs_tier *g, const char *what,
 {
 	char reason[REASON_MAX], who[512];
 
-	dv_gcs_json_reason(resp->errbody, strlen(resp->errbody), reason,
+	dv_json_reason(resp->errbody, strlen(resp->errbody), reason,
 			   sizeof(reason));
 	if (g->creds)
 		dv_gcs_creds_describe(g->creds, who, sizeof(who));
@@ -189,13 +189,13 @@ int dv_gcs_request(struct gcs_tier *g, const char *what,
 
 int dv_gcs_meta_size(const char *json, size_t len, uint64_t *size)
 {
-	struct dv_gcs_json_field f = { .key = "size" };
+	struct dv_json_field f = { .key = "size" };
 	int ret;
 
-	ret = dv_gcs_json_get(json, len, &f, 1, NULL, 0);
+	ret = dv_json_get(json, len, &f, 1, NULL, 0);
 	if (ret == 0 && (!f.value || dv_parse_uint(f.value, UINT64_MAX, size)))
 		ret = -EPROTO;
-	dv_gcs_json_release(&f, 1);
+	dv_json_release(&f, 1);
 	return ret == -EINVAL ? -EPROTO : ret;
 }
 

@@ -25,7 +25,7 @@
 
 #include "config/log.h"
 #include "config/util.h"
-#include "gcs_json.h"
+#include "tiers/net/json.h"
 
 #define ANSWER_MAX (64u << 10)
 #define REASON_MAX 200
@@ -386,14 +386,14 @@ enum {
 	F_CLIENT_SECRET, F_REFRESH, F_COUNT
 };
 
-static int take(char **dst, struct dv_gcs_json_field *f)
+static int take(char **dst, struct dv_json_field *f)
 {
 	*dst = f->value;
 	f->value = NULL;
 	return 0;
 }
 
-static int use_token_uri(struct dv_gcs_creds *c, struct dv_gcs_json_field *f,
+static int use_token_uri(struct dv_gcs_creds *c, struct dv_json_field *f,
 			 const char *file)
 {
 	char shown[256];
@@ -413,7 +413,7 @@ static int use_token_uri(struct dv_gcs_creds *c, struct dv_gcs_json_field *f,
 }
 
 static int load_service_account(struct dv_gcs_creds *c,
-				 struct dv_gcs_json_field *f, const char *file)
+				 struct dv_json_field *f, const char *file)
 {
 	if (!f[F_EMAIL].value || !f[F_KEY].value) {
 		dv_err("tier '%s': %s: a service_account key file needs client_email and private_key",
@@ -433,7 +433,7 @@ static int load_service_account(struct dv_gcs_creds *c,
 }
 
 static int load_authorized_user(struct dv_gcs_creds *c,
-				struct dv_gcs_json_field *f, const char *file)
+				struct dv_json_field *f, const char *file)
 {
 	if (!f[F_CLIENT_ID].value || !f[F_CLIENT_SECRET].value ||
 	    !f[F_REFRESH].value) {
@@ -451,7 +451,7 @@ static int load_authorized_user(struct dv_gcs_creds *c,
 static int parse_key_file(struct dv_gcs_creds *c, const char *text,
 			  size_t len, const char *file)
 {
-	struct dv_gcs_json_field f[F_COUNT] = {
+	struct dv_json_field f[F_COUNT] = {
 		[F_TYPE] = { .key = "type" },
 		[F_EMAIL] = { .key = "client_email" },
 		[F_KEY] = { .key = "private_key" },
@@ -465,7 +465,7 @@ static int parse_key_file(struct dv_gcs_creds *c, const char *text,
 	char why[160];
 	int ret;
 
-	ret = dv_gcs_json_get(text, len, f, F_COUNT, why, sizeof(why));
+	ret = dv_json_get(text, len, f, F_COUNT, why, sizeof(why));
 	if (ret == -EINVAL)
 		dv_err("tier '%s': %s: %s", c->label, file, why);
 	if (ret)
@@ -481,7 +481,7 @@ static int parse_key_file(struct dv_gcs_creds *c, const char *text,
 		ret = -EACCES;
 	}
 out:
-	dv_gcs_json_release(f, F_COUNT);
+	dv_json_release(f, F_COUNT);
 	return ret == -EINVAL ? -EACCES : ret;
 }
 
@@ -720,7 +720,7 @@ static bool token_ok(const char *t)
 static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 		      time_t now)
 {
-	struct dv_gcs_json_field f[] = {
+	struct dv_json_field f[] = {
 		{ .key = "access_token" },
 		{ .key = "expires_in" },
 		{ .key = "token_type" },
@@ -729,7 +729,7 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 	char shown[256];
 	int ret;
 
-	ret = dv_gcs_json_get(answer->data ? answer->data : "", answer->len, f,
+	ret = dv_json_get(answer->data ? answer->data : "", answer->len, f,
 			      3, NULL, 0);
 	if (ret == -ENOMEM)
 		goto out;
@@ -754,7 +754,7 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 	dv_debug("tier '%s': new access token, valid for %" PRIu64 " s",
 		 c->label, life);
 out:
-	dv_gcs_json_release(f, 3);
+	dv_json_release(f, 3);
 	return ret;
 }
 
@@ -779,7 +779,7 @@ static int fetch_failed(struct dv_gcs_creds *c, int err,
 	why(err, resp, what, sizeof(what));
 	if (err == -EACCES) {
 		/* error / error_description: never an echo of a secret. */
-		dv_gcs_json_reason(resp->errbody, strlen(resp->errbody), reason,
+		dv_json_reason(resp->errbody, strlen(resp->errbody), reason,
 				   sizeof(reason));
 		dv_err("tier '%s': access denied: %s refused the credentials (%s%s%s)",
 		       c->label, shown, what, reason[0] ? ": " : "", reason);

@@ -200,6 +200,29 @@ static void keep_etag(struct dv_http_response *r, const char *v, size_t len)
 	r->etag[len] = '\0';
 }
 
+/* Retry-After: delay-seconds or an HTTP-date. */
+static void parse_retry_after(struct dv_http_response *r, const char *v,
+			      size_t len)
+{
+	char buf[64];
+	uint64_t secs = 0;
+	time_t when, now;
+
+	if (parse_u64(v, len, &secs)) {
+		r->retry_after_ms = secs > 3600 ? 3600000u : (unsigned)secs * 1000u;
+		return;
+	}
+	if (len >= sizeof(buf))
+		return;
+	memcpy(buf, v, len);
+	buf[len] = '\0';
+	when = curl_getdate(buf, NULL);
+	now = time(NULL);
+	if (when > now)
+		r->retry_after_ms = when - now > 3600 ? 3600000u
+						      : (unsigned)(when - now) * 1000u;
+}
+
 static void parse_header(struct xfer *x, const char *line, size_t len)
 {
 	struct dv_http_response *r = x->resp;
@@ -212,6 +235,8 @@ static void parse_header(struct xfer *x, const char *line, size_t len)
 		parse_content_range(r, v, vlen);
 	else if (header_name_is(line, len, "etag", &v, &vlen))
 		keep_etag(r, v, vlen);
+	else if (header_name_is(line, len, "retry-after", &v, &vlen))
+		parse_retry_after(r, v, vlen);
 }
 
 /* A status line starts a new answer (1xx, a redirect, the final one). */
@@ -237,6 +262,7 @@ static void new_answer(struct xfer *x, const char *line, size_t len)
 	r->has_length = false;
 	r->has_range = false;
 	r->etag[0] = '\0';
+	r->retry_after_ms = 0;
 	r->errbody[0] = '\0';
 	x->errbody_len = 0;
 	x->started = false;
@@ -375,19 +401,37 @@ static int on_seek(void *arg, curl_off_t off, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-static void setup_common(CURL *c, const struct dv_http *h, const char *url)
+/* The attempt's deadline: a base, plus the time its bytes take at RATE. */
+static long deadline_s(const struct dv_http *h, const struct dv_http_request *req)
 {
+	uint64_t bytes = req->expect_bytes;
+
+	if (!bytes)
+		bytes = req->max_body;
+	if (req->body_fd_len > bytes)
+		bytes = req->body_fd_len;
+	if (req->body_len > bytes)
+		bytes = req->body_len;
+	return (long)(DV_HTTP_DEADLINE_BASE + h->connect_timeout +
+		      bytes / DV_HTTP_DEADLINE_RATE);
+}
+
+static void setup_common(CURL *c, const struct dv_http *h,
+			 const struct dv_http_request *req)
+{
+	const char *url = req->url;
 	bool tls = strncasecmp(url, "https://", 8) == 0;
 
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, USER_AGENT);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* A redirect may not take an https request to plain http. */
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
-			 tls ? "https" : "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	/* A redirect keeps the scheme: never https down to http, nor up. */
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION,
+			 req->follow_redirects ? 1L : 0L);
 	curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)DV_HTTP_MAX_REDIRS);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, deadline_s(h, req));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->connect_timeout);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, h->low_speed_limit);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->low_speed_time);
@@ -537,7 +581,7 @@ static int run(CURL *c, struct dv_http *h, const struct dv_http_request *req,
 	headers = build_headers(req, &ret);
 	if (ret)
 		return ret;
-	setup_common(c, h, req->url);
+	setup_common(c, h, req);
 	setup_method(c, req, x);
 	setup_transfer(c, req, x, range, sizeof(range));
 	if (headers)

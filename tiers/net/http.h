@@ -8,13 +8,16 @@
  * a thread that makes one request after another reuses one connection.
  *
  * dv_http_perform() makes exactly one attempt and streams the body of a 2xx
- * answer to a callback; nothing is buffered in between. The retry policy is
- * the caller's (dv_http_transient(), dv_http_backoff_ms()), because only the
- * caller knows how to resume (Range) or re-sign a request.
+ * answer to a callback; nothing is buffered in between. Retries are
+ * dv_http_call_run()'s (call.h), with hooks to resume (Range) and re-sign.
  *
  * Fixed in every request: TLS verification on (with the configured CA file
- * or directory), http and https only, at most DV_HTTP_MAX_REDIRS redirects
- * (never from https down to http), no signals, bounded response headers.
+ * or directory), http and https only, no signals, bounded response headers,
+ * an overall deadline that grows with the bytes the request moves. Redirects
+ * are followed only when the request asks (follow_redirects: plain origin
+ * GETs), at most DV_HTTP_MAX_REDIRS, and only to the same scheme: a signed
+ * request or a credential endpoint carries secret headers that must not
+ * reach another host.
  * With CURLOPT_NOSIGNAL libcurl does not block SIGPIPE itself: the process
  * must ignore it (a peer closing a TLS connection could otherwise kill it).
  */
@@ -32,6 +35,9 @@
 #define DV_HTTP_LOW_SPEED_LIMIT 1024 /* B/s */
 #define DV_HTTP_LOW_SPEED_TIME 30   /* s */
 #define DV_HTTP_RETRIES 4
+/* The deadline of one attempt: BASE + bytes / RATE seconds. */
+#define DV_HTTP_DEADLINE_BASE 120       /* s */
+#define DV_HTTP_DEADLINE_RATE (64u << 10) /* B/s: the slowest link served */
 
 #define DV_HTTP_MAX_REDIRS 5
 #define DV_HTTP_MAX_HEADERS 100           /* header lines per response */
@@ -99,6 +105,12 @@ struct dv_http_request {
 	uint64_t range_start;
 	uint64_t max_body;           /* 2xx body larger than this: -EFBIG; 0: no limit */
 	bool decompress;             /* Accept-Encoding with what libcurl decodes */
+	bool follow_redirects;       /* same scheme only; never on signed calls */
+	/*
+	 * Bytes the answer is expected to carry (the part of a shard asked
+	 * for), for the deadline; 0: max_body or the request body's length.
+	 */
+	uint64_t expect_bytes;
 
 	/*
 	 * Request body (PUT, POST…): @body_fd_len bytes read from @body_fd
@@ -125,6 +137,7 @@ struct dv_http_response {
 	uint64_t range_end;
 	uint64_t range_total;        /* 0 when the server said "*" */
 	char etag[DV_HTTP_ETAG_MAX]; /* "" when absent or not printable */
+	unsigned retry_after_ms;     /* Retry-After (seconds or a date); 0: none */
 	uint64_t body_bytes;         /* 2xx body bytes handed to on_body */
 	char errbody[DV_HTTP_ERRBODY_MAX]; /* start of a non-2xx body */
 	char detail[DV_HTTP_DETAIL_MAX];   /* libcurl's message on failure */
@@ -133,12 +146,14 @@ struct dv_http_response {
 /*
  * Makes one attempt at @req. Returns 0 when a complete answer arrived,
  * whatever its status (see resp->status and dv_http_status_errno()), else:
- *   -ETIMEDOUT     connect timeout, or slower than the low-speed limit
+ *   -ETIMEDOUT     connect timeout, slower than the low-speed limit, or
+ *                  past the deadline
  *   -ECONNREFUSED  could not connect;  -EHOSTUNREACH  name not resolved
  *   -ECONNRESET    connection reset or dropped, TLS handshake failure
  *   -EPIPE         the body ended before its announced length
  *   -EPROTO        a bad answer: too many or too large headers, too many
  *                  redirects, a redirect to another protocol, bad TLS peer
+ * A redirect that is not followed is a complete answer (status 3xx).
  *   -EFBIG         the 2xx body passed req->max_body
  *   -ENOMEM, -EIO, or what on_start / on_body returned.
  * @resp is always filled (resp->detail says more on failure). Thread-safe.

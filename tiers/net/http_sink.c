@@ -42,6 +42,7 @@ bool dv_http_sink_prepare(struct dv_http_sink_get *g,
 		return false;
 	req->ranged = g->ranged;
 	req->range_start = have;
+	req->expect_bytes = g->size - have;
 	req->on_start = dv_http_sink_start;
 	req->on_body = dv_http_sink_body;
 	req->arg = g;

@@ -29,9 +29,9 @@ struct dv_http_sink_get {
 /*
  * Starts an attempt: clears the problem, sets ranged when the sink holds
  * bytes already (logged as a resume) and, when @req is not NULL, sets its
- * Range and points its on_start, on_body and arg here. A caller that signs
- * its own Range header passes NULL, sets the callbacks once and ranged
- * itself. Returns true when the sink already holds every byte (a
+ * Range, expect_bytes (the deadline) and points its on_start, on_body and
+ * arg here. A caller that signs its own Range header passes NULL, sets the
+ * callbacks once, and ranged and expect_bytes itself. Returns true when the sink already holds every byte (a
  * connection that broke after the last one): there is nothing to ask
  * for, and the attempt has succeeded.
  */

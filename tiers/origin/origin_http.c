@@ -5,9 +5,10 @@
  * transfer that breaks resumes where it stopped with a Range request, and a
  * server that answers a Range with the whole body starts the sink over.
  *
- * Transient failures (5xx, 408, 429, resets, timeouts, bodies cut short)
- * are retried up to http.retries times with jittered exponential backoff;
- * 4xx answers and bad answers (wrong length, wrong range) are not.
+ * Retries are the network layer's (tiers/net/call.h): transient failures
+ * (5xx, 408, 429, resets, timeouts, bodies cut short) are retried, 4xx
+ * answers and bad answers (wrong length, wrong range) are not. Redirects
+ * are followed, within the scheme: these GETs carry no signature.
  *
  * Not here: parsing documents (fs/namespace/namespace.c), checking the digest (the
  * sink does, and the hierarchy reads its verdict), libcurl (http.c).
@@ -21,6 +22,7 @@
 
 #include "config/log.h"
 #include "config/util.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http.h"
 #include "tiers/net/http_sink.h"
 #include "origin_impl.h"
@@ -61,83 +63,43 @@ static void shown_url(const struct http_origin *o, const char *relpath,
 	snprintf(buf, len, "%s/%s", o->base.url, relpath);
 }
 
-/* ---- retries ---- */
+/* ---- requests ---- */
 
-typedef int (*attempt_fn)(struct http_origin *o, void *ctx,
-			  struct dv_http_response *resp);
-
-static const char *describe(int err, const struct dv_http_response *resp,
-			    char *buf, size_t len)
+/* Runs one request through the network layer's retries (call.h). */
+static int run(struct http_origin *o, const struct dv_http_call_ops *ops,
+	       void *ctx, const char *shown, struct dv_http_response *resp,
+	       enum dv_log_level enoent_level)
 {
-	if (resp->status && (resp->status < 200 || resp->status > 299))
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
-	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
-}
-
-static void log_failure(const char *shown, int err,
-			const struct dv_http_response *resp, unsigned attempts,
-			enum dv_log_level enoent_level)
-{
-	char why[DV_HTTP_DETAIL_MAX + 32];
-
-	describe(err, resp, why, sizeof(why));
-	if (err == -ENOENT)
-		dv_log(enoent_level, "origin: GET %s: not found (%s)", shown, why);
-	else if (attempts > 1)
-		dv_err("origin: GET %s failed after %u attempts: %s", shown,
-		       attempts, why);
-	else
-		dv_err("origin: GET %s failed: %s", shown, why);
-}
-
-/*
- * Runs @fn until it succeeds (≥ 0), fails for good, or the retries are
- * spent. Returns its result, failures mapped by dv_http_final_errno().
- */
-static int with_retries(struct http_origin *o, const char *shown,
-			attempt_fn fn, void *ctx, struct dv_http_response *resp,
-			enum dv_log_level enoent_level)
-{
-	char why[DV_HTTP_DETAIL_MAX + 32];
-	unsigned n, delay;
+	char what[SHOWN_MAX + 8];
+	struct dv_http_call call = {
+		.http = &o->http, .ops = ops, .ctx = ctx, .who = "origin",
+		.what = what, .enoent_level = enoent_level,
+	};
 	int ret;
 
-	for (n = 0;; n++) {
-		ret = fn(o, ctx, resp);
-		if (ret >= 0)
-			return ret;
-		if (!dv_http_transient(ret) || n >= o->http.retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_warn("origin: GET %s: %s (attempt %u of %u), retrying in %u ms",
-			shown, describe(ret, resp, why, sizeof(why)), n + 1,
-			o->http.retries + 1, delay);
-		dv_http_sleep_ms(delay);
-	}
-	__atomic_fetch_add(&o->base.errors, 1, __ATOMIC_RELAXED);
-	log_failure(shown, ret, resp, n + 1, enoent_level);
-	return dv_http_final_errno(ret);
+	snprintf(what, sizeof(what), "GET %s", shown);
+	ret = dv_http_call_run(&call, resp);
+	if (ret < 0)
+		__atomic_fetch_add(&o->base.errors, 1, __ATOMIC_RELAXED);
+	return ret;
 }
 
 /* ---- documents ---- */
 
 struct doc_ctx {
+	struct http_origin *o;
 	const char *url;
 	const char *const *headers;
 	bool conditional;
 	struct dv_http_buf buf;
 };
 
-static int doc_attempt(struct http_origin *o, void *arg,
-		       struct dv_http_response *resp)
+static int doc_attempt(void *arg, struct dv_http_response *resp)
 {
 	struct doc_ctx *d = arg;
 	struct dv_http_request req = {
 		.url = d->url,
+		.follow_redirects = true,
 		.headers = d->headers,
 		.max_body = DV_DOC_MAX,
 		.decompress = true,
@@ -150,7 +112,7 @@ static int doc_attempt(struct http_origin *o, void *arg,
 	d->buf.len = 0;
 	if (d->buf.data)
 		d->buf.data[0] = '\0';
-	ret = dv_http_perform(&o->http, &req, resp);
+	ret = dv_http_perform(&d->o->http, &req, resp);
 	if (ret < 0)
 		return ret;
 	if (resp->status == 304 && d->conditional)
@@ -159,6 +121,8 @@ static int doc_attempt(struct http_origin *o, void *arg,
 }
 
 /* An ETag goes back into a header only if it cannot break the header. */
+static const struct dv_http_call_ops doc_ops = { .attempt = doc_attempt };
+
 static bool etag_sendable(const char *etag)
 {
 	size_t len = strlen(etag);
@@ -193,7 +157,7 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 			char **etag_out)
 {
 	struct http_origin *o = downcast(base);
-	struct doc_ctx d = { .conditional = false };
+	struct doc_ctx d = { .o = o, .conditional = false };
 	char inm[DV_HTTP_ETAG_MAX + 32], shown[SHOWN_MAX];
 	const char *headers[2] = { NULL, NULL };
 	struct dv_http_response resp;
@@ -221,7 +185,7 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 	d.headers = headers;
 	dv_http_buf_init(&d.buf, DV_DOC_MAX);
 	shown_url(o, relpath, shown, sizeof(shown));
-	ret = with_retries(o, shown, doc_attempt, &d, &resp, DV_LOG_INFO);
+	ret = run(o, &doc_ops, &d, shown, &resp, DV_LOG_INFO);
 	if (ret == 0)
 		ret = doc_result(&d, &resp, body, len, etag_out);
 	dv_http_buf_release(&d.buf);
@@ -232,30 +196,32 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 /* ---- shards ---- */
 
 struct shard_ctx {
+	struct http_origin *o;
 	const char *url;
 	struct dv_http_sink_get get;
 };
 
-static int shard_attempt(struct http_origin *o, void *arg,
-			 struct dv_http_response *resp)
+static int shard_attempt(void *arg, struct dv_http_response *resp)
 {
 	struct shard_ctx *s = arg;
-	struct dv_http_request req = { .url = s->url };
+	struct dv_http_request req = { .url = s->url, .follow_redirects = true };
 	int ret;
 
 	if (dv_http_sink_prepare(&s->get, &req))
 		return 0;
-	ret = dv_http_perform(&o->http, &req, resp);
+	ret = dv_http_perform(&s->o->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);
 	return dv_http_sink_finish(&s->get, ret, resp);
 }
 
+static const struct dv_http_call_ops shard_ops = { .attempt = shard_attempt };
+
 static int http_fetch_shard(struct dv_origin *base, const char *hash,
 			    uint64_t size, struct dv_sink *sink)
 {
 	struct http_origin *o = downcast(base);
-	struct shard_ctx s = { .get = { .sink = sink, .size = size,
+	struct shard_ctx s = { .o = o, .get = { .sink = sink, .size = size,
 					.who = "origin",
 					.bytes = &base->bytes } };
 	char rel[80], shown[SHOWN_MAX];
@@ -275,7 +241,7 @@ static int http_fetch_shard(struct dv_origin *base, const char *hash,
 	shown_url(o, rel, shown, sizeof(shown));
 	s.url = url;
 	s.get.shown = shown;
-	ret = with_retries(o, shown, shard_attempt, &s, &resp, DV_LOG_WARNING);
+	ret = run(o, &shard_ops, &s, shown, &resp, DV_LOG_WARNING);
 	free(url);
 	return ret;
 }

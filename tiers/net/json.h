@@ -1,20 +1,20 @@
 /*
- * The small JSON documents of Google Cloud Storage and Google's token
- * services (object metadata, token answers, credential files, error
- * bodies), read with libyaml's event parser: JSON is YAML's flow style.
+ * The small JSON documents of the clouds and their token services (object
+ * metadata, token answers, credential files, error bodies), read with
+ * libyaml's event parser: JSON is YAML's flow style.
  *
- * Only what the GCS tier needs: named members of the top-level object,
+ * Only what the backends need: named members of the top-level object,
  * one level of nesting ("error.message"), strings and numbers. Values are
  * never quoted in error messages, since a credential file holds secrets.
  */
-#ifndef DV_GCS_JSON_H
-#define DV_GCS_JSON_H
+#ifndef DV_JSON_H
+#define DV_JSON_H
 
 #include <stddef.h>
 
-#define DV_GCS_JSON_MAX_DEPTH 16
+#define DV_JSON_MAX_DEPTH 16
 
-struct dv_gcs_json_field {
+struct dv_json_field {
 	/* In: a member of the top-level object, or "outer.inner". */
 	const char *key;
 	/* Out: the text of a string or number member (malloc'd), or NULL when
@@ -27,19 +27,19 @@ struct dv_gcs_json_field {
  * -EINVAL when @text is not one JSON object (then @err, when not NULL,
  * says where; fields found before the problem are kept); -ENOMEM.
  */
-int dv_gcs_json_get(const char *text, size_t len,
-		    struct dv_gcs_json_field *fields, size_t n, char *err,
+int dv_json_get(const char *text, size_t len,
+		    struct dv_json_field *fields, size_t n, char *err,
 		    size_t errlen);
 
 /* Wipes and frees the values; the keys stay. */
-void dv_gcs_json_release(struct dv_gcs_json_field *fields, size_t n);
+void dv_json_release(struct dv_json_field *fields, size_t n);
 
 /*
  * The reason in an error body, for a log line: GCS's {"error": {"message":
  * …}} or OAuth's {"error": "…", "error_description": "…"}, made printable
  * and cut to @len. "" when there is none. Returns @buf.
  */
-char *dv_gcs_json_reason(const char *text, size_t len, char *buf,
+char *dv_json_reason(const char *text, size_t len, char *buf,
 			 size_t buflen);
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * Picking members out of small JSON objects with libyaml's event parser
- * (see gcs_json.h). A depth-first walk over the event stream: members whose
+ * (see json.h). A depth-first walk over the event stream: members whose
  * path is asked for are copied, objects that hold an asked-for path are
  * entered, everything else is skipped whole.
  */
-#include "gcs_json.h"
+#include "json.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -21,7 +21,7 @@ struct walk {
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	bool have;
-	struct dv_gcs_json_field *fields;
+	struct dv_json_field *fields;
 	size_t n;
 	char *err;
 	size_t errlen;
@@ -86,7 +86,7 @@ static int skip_value(struct walk *w, unsigned depth)
 	else
 		return fail(w, "not JSON: line %zu: unexpected token",
 			    line_of(w));
-	if (depth >= DV_GCS_JSON_MAX_DEPTH)
+	if (depth >= DV_JSON_MAX_DEPTH)
 		return fail(w, "line %zu: nested too deeply", line_of(w));
 	for (;;) {
 		ret = next(w);
@@ -100,7 +100,7 @@ static int skip_value(struct walk *w, unsigned depth)
 	}
 }
 
-static struct dv_gcs_json_field *wanted(struct walk *w, const char *path)
+static struct dv_json_field *wanted(struct walk *w, const char *path)
 {
 	for (size_t i = 0; i < w->n; i++) {
 		if (strcmp(w->fields[i].key, path) == 0)
@@ -134,7 +134,7 @@ static bool is_number(const char *s)
 	return true;
 }
 
-static int store(struct walk *w, struct dv_gcs_json_field *f)
+static int store(struct walk *w, struct dv_json_field *f)
 {
 	const yaml_event_t *e = &w->ev;
 	const char *v = (const char *)e->data.scalar.value;
@@ -159,14 +159,14 @@ static int walk_object(struct walk *w, const char *prefix, unsigned depth);
 
 static int member(struct walk *w, const char *path, unsigned depth)
 {
-	struct dv_gcs_json_field *f;
+	struct dv_json_field *f;
 
 	if (w->ev.type == YAML_SCALAR_EVENT) {
 		f = wanted(w, path);
 		return f ? store(w, f) : 0;
 	}
 	if (w->ev.type == YAML_MAPPING_START_EVENT && wanted_inside(w, path) &&
-	    depth + 1 < DV_GCS_JSON_MAX_DEPTH)
+	    depth + 1 < DV_JSON_MAX_DEPTH)
 		return walk_object(w, path, depth + 1);
 	return skip_value(w, depth + 1);
 }
@@ -231,8 +231,8 @@ static int walk_document(struct walk *w)
 	return ret;
 }
 
-int dv_gcs_json_get(const char *text, size_t len,
-		    struct dv_gcs_json_field *fields, size_t n, char *err,
+int dv_json_get(const char *text, size_t len,
+		    struct dv_json_field *fields, size_t n, char *err,
 		    size_t errlen)
 {
 	struct walk w = {
@@ -255,7 +255,7 @@ int dv_gcs_json_get(const char *text, size_t len,
 	return ret;
 }
 
-void dv_gcs_json_release(struct dv_gcs_json_field *fields, size_t n)
+void dv_json_release(struct dv_json_field *fields, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (fields[i].value) {
@@ -275,10 +275,10 @@ static void printable(char *s)
 	}
 }
 
-char *dv_gcs_json_reason(const char *text, size_t len, char *buf,
+char *dv_json_reason(const char *text, size_t len, char *buf,
 			 size_t buflen)
 {
-	struct dv_gcs_json_field f[] = {
+	struct dv_json_field f[] = {
 		{ .key = "error.message" },
 		{ .key = "error" },
 		{ .key = "error_description" },
@@ -290,13 +290,13 @@ char *dv_gcs_json_reason(const char *text, size_t len, char *buf,
 	if (!text || !len)
 		return buf;
 	/* A body cut short still gives what came before the cut. */
-	dv_gcs_json_get(text, len, f, 3, NULL, 0);
+	dv_json_get(text, len, f, 3, NULL, 0);
 	if (f[0].value)
 		snprintf(buf, buflen, "%s", f[0].value);
 	else if (f[1].value)
 		snprintf(buf, buflen, "%s%s%s", f[1].value,
 			 f[2].value ? ": " : "", f[2].value ? f[2].value : "");
 	printable(buf);
-	dv_gcs_json_release(f, 3);
+	dv_json_release(f, 3);
 	return buf;
 }
