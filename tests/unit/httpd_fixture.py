@@ -13,6 +13,7 @@ test can keep its own request counters (they are per full path):
   ok        no fault
   403       always 403
   500once   500 on the first request, then normal
+  429wait   429 with "Retry-After: 1" on the first request, then normal
   reset     first request: full Content-Length, half the body, then the
             connection is closed; later requests normal (Range honoured)
   rst       as reset, but the connection is aborted with a TCP RST
@@ -108,6 +109,9 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "500once" and count == 1:
             self.send_simple(500, b"try again\n")
             return 500
+        if mode == "429wait" and count == 1:
+            self.send_simple(429, b"slow down\n", headers=[("Retry-After", "1")])
+            return 429
         if mode == "redirect":
             self.send_simple(302, headers=[("Location", "/m/ok/" + rest)])
             return 302

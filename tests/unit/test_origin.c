@@ -507,6 +507,29 @@ START_TEST(test_http_500_then_200)
 }
 END_TEST
 
+/* The server's Retry-After outweighs the backoff (about 0.2 s here). */
+START_TEST(test_http_retry_after)
+{
+	struct dv_origin *o = http_origin("/m/429wait-shard", &test_http);
+	struct timespec t0, t1;
+	double waited;
+	char *log;
+	int fin;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(fetch(o, HASH_A, SIZE_A, sha_a, &fin), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_eq(fin, 0);
+	waited = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_double_ge(waited, 0.95);
+	dv_origin_free(o);
+	log = server_log();
+	ck_assert_ptr_nonnull(strstr(log, "429wait shards/" HASH_A ".tar - 429\n"
+					  "429wait shards/" HASH_A ".tar - 200\n"));
+	free(log);
+}
+END_TEST
+
 START_TEST(test_http_resume_after_reset)
 {
 	struct dv_origin *o = http_origin("/m/reset", &test_http);
@@ -756,6 +779,7 @@ static Suite *origin_suite(void)
 	tcase_add_test(tc, test_http_wrong_bytes);
 	tcase_add_test(tc, test_http_hang_times_out);
 	tcase_add_test(tc, test_http_redirects);
+	tcase_add_test(tc, test_http_retry_after);
 	tcase_add_test(tc, test_http_connection_refused);
 	tcase_add_test(tc, test_http_no_secrets_logged);
 	tcase_add_test(tc, test_http_threads_share_origin);
