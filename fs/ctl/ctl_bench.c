@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "config/util.h"
+#include "tiers/core/digest.h"
 #include "tiers/core/tier.h"
 #include "ctl.h"
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "config/util.h"
+#include "tiers/core/digest.h"
 #include "tiers/folder/folder.h"
 #include "tiers/origin/origin.h"
 #include "tiers/core/sink.h"

@@ -31,6 +31,7 @@
 #include <xxhash.h>
 
 #include "config/util.h"
+#include "tiers/core/digest.h"
 #include "tiers/origin/origin.h"
 #include "tiers/core/sink.h"
 #include "fs/namespace/manifest.h"

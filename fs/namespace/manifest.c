@@ -26,6 +26,7 @@
 #include <yaml.h>
 
 #include "config/util.h"
+#include "tiers/core/digest.h"
 #include "tiers/core/sink.h"
 
 /* JSON nests shallowly here; a deeper unknown value is refused. */

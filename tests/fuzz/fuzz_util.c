@@ -14,6 +14,7 @@
 #include "config/log.h"
 #include "config/util.h"
 #include "fs/namespace/manifest.h"
+#include "tiers/core/digest.h"
 #include "tiers/net/http.h"
 #include "tiers/origin/origin_impl.h"
 #include "tiers/core/sink.h"

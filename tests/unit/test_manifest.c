@@ -10,6 +10,7 @@
 
 #include "config/util.h"
 #include "fs/namespace/manifest.h"
+#include "tiers/core/digest.h"
 #include "tiers/core/sink.h"
 #include "helpers.h"
 

@@ -17,6 +17,7 @@
 #include "config/util.h"
 #include "fs/namespace/manifest.h"
 #include "fs/ctl/publish.h"
+#include "tiers/core/digest.h"
 #include "tiers/core/sink.h"
 #include "helpers.h"
 

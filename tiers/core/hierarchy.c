@@ -29,6 +29,7 @@
 #include "config/log.h"
 #include "config/util.h"
 #include "upload.h"
+#include "digest.h"
 
 #define UPLOAD_QUEUE 256
 #define UPLOAD_THREADS 2

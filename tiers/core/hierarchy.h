@@ -21,29 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fetcher.h"
 #include "tier.h"
 #include "upload.h"
 
 struct dv_hierarchy;
-
-/* What get_or_fetch needs to know of a shard. Strings are borrowed. */
-struct dv_shard_ref {
-	const char *hash;        /* [0-9a-f]{32,64} */
-	uint64_t size;
-	const uint8_t *sha256;   /* 32 bytes, or NULL: nothing to verify */
-	const char *label;       /* for log lines, e.g. "demo/train/shard-3.tar" */
-	const struct dv_sink_tap *tap; /* optional: sees a fill's bytes (sink.h) */
-};
-
-/*
- * Writes the shard's bytes into @sink (dv_sink_write), and nothing else.
- * Returns 0 or -errno (-ENOENT, -EIO, -ETIMEDOUT, -EACCES…).
- */
-struct dv_fetcher {
-	int (*fetch)(void *arg, const struct dv_shard_ref *ref,
-		     struct dv_sink *sink);
-	void *arg;
-};
 
 struct dv_hierarchy_stats {
 	uint64_t fetches;        /* fetcher calls */

@@ -61,11 +61,4 @@ int dv_sink_reset(struct dv_sink *s);
  */
 int dv_sink_finish(struct dv_sink *s);
 
-/* Hex helpers for digests. */
-int dv_hex_decode(const char *hex, uint8_t *out, size_t outlen);
-void dv_hex_encode(const uint8_t *in, size_t len, char *out);
-
-/* SHA-256 of a whole file from offset 0. 0 or -errno. */
-int dv_sha256_fd(int fd, uint8_t out[32]);
-
 #endif

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "tiers/core/hierarchy.h"
+#include "tiers/core/fetcher.h"
 
 struct dv_origin;
 
