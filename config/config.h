@@ -1,7 +1,7 @@
 /*
  * shards.yaml: the one configuration file of datavofs.
  *
- * Schema: seed 000's tier list plus DESIGN.md's top-level keys. Resolution
+ * Schema: the tier list plus the top-level keys of docs/design.md. Resolution
  * order (R10): an explicit path, else /etc/datavo/shards.yaml, else
  * ~/.config/datavo/shards.yaml, else a built-in default of one folder tier.
  * Every error names the file, the line and the key in one line. The parser

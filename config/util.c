@@ -27,7 +27,7 @@ struct size_suffix {
 	unsigned shift;
 };
 
-/* Seed 000: "SI-style suffix (B, KB, MB, GB, TB, 1024-based)". */
+/* SI-style suffixes (B, KB, MB, GB, TB) are 1024-based, as they always were here. */
 static const struct size_suffix size_suffixes[] = {
 	{ "B", 0 },    { "KB", 10 },  { "MB", 20 },  { "GB", 30 },
 	{ "TB", 40 },  { "PB", 50 },  { "KiB", 10 }, { "MiB", 20 },

@@ -11,7 +11,7 @@
 
 /*
  * Parses a size: a decimal integer, optionally followed by B, KB, MB, GB,
- * TB, PB (1024-based, as seed 000 says) or KiB, MiB, GiB, TiB, PiB; case of
+ * TB, PB (1024-based) or KiB, MiB, GiB, TiB, PiB; case of
  * the suffix is ignored, one space may separate it. Returns 0 or -EINVAL
  * (not a size), -ERANGE (does not fit 64 bits).
  */

@@ -2,7 +2,7 @@
  * The status document. Counters are read without locks (they are atomic);
  * tier usage is measured on each read of the file, which is what an
  * operator asking for status wants. The Prometheus exporter (metrics.c)
- * reports the same numbers under the names of DESIGN.md.
+ * reports the same numbers under the names of docs/design.md.
  */
 #include "status.h"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The read benchmark of datavofs (issue 3): prints, side by side from one run,
+# The read benchmark of datavofs: prints, side by side from one run,
 #   cold epoch  GB/s reading every shard through a fresh mount (each fill
 #               fetched from nginx, verified, installed) vs `curl` downloading
 #               the same shards into the same filesystem;

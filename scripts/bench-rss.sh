@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory benchmark (issue 6): the daemon's RSS with 100,000 shards.
+# Memory benchmark: the daemon's RSS with 100,000 shards.
 #
 #   scripts/bench-rss.sh [SHARDS] [DATASETS]     default 100000 across 100
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stripe tier benchmark (issue 7, acceptance 4). Prints, side by side
+# The stripe tier benchmark. Prints, side by side
 # from one run, every byte read back checked against its SHA-256:
 #
 #   1. the tier's O_DIRECT read GB/s over 1, 2 and 4 devices (dv-stripe

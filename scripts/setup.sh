@@ -6,15 +6,15 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config libfuse3-dev fuse3 libcurl4-openssl-dev
 	libssl-dev libyaml-dev libxxhash-dev liburing-dev check python3)
 test_pkgs=(nginx-light curl procps util-linux psmisc attr iproute2 clang)
-# Reliability (issue 6): valgrind for the mount smoke test; libFuzzer's
+# Reliability: valgrind for the mount smoke test; libFuzzer's
 # runtime for the fuzz targets (clang's own package may not pull it in).
 test_pkgs+=(valgrind libclang-rt-14-dev)
-# Operating datavofs (issue 4): promtool checks the metrics, the man pages
+# Operating datavofs: promtool checks the metrics, the man pages
 # render with groff and man, systemd-analyze checks the unit, python3-yaml
 # parses the Kubernetes files, automount runs the autofs map, script(1)
 # gives preload a terminal.
 test_pkgs+=(prometheus groff-base man-db systemd python3-yaml autofs bsdutils)
-# The stripe tier (issue 7): losetup (util-linux) attaches loop devices,
+# The stripe tier: losetup (util-linux) attaches loop devices,
 # mkfs.ext4 (e2fsprogs) gives one a foreign signature for discovery to refuse.
 test_pkgs+=(e2fsprogs)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak (issue 6): a randomized run against the fault origin.
+# The soak: a randomized run against the fault origin.
 #
 #   scripts/soak.sh [SECONDS]      default 600 (DV_SOAK_SECONDS); CI runs 120
 #

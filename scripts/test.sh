@@ -52,7 +52,7 @@ if [ "${DV_TEST_QUICK:-0}" != 1 ]; then
 	step "unit + integration tests under sanitizers" \
 		env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		make DEVELOPER=1 BUILD=build-asan SANITIZE=address,undefined check
-	# Reliability (issue 6, docs/reliability.md): the fault matrix with the
+	# Reliability (docs/reliability.md): the fault matrix with the
 	# default build and under the sanitizers, the mount smoke test under
 	# valgrind, each fuzz target for DV_FUZZ_SECONDS, a DV_SOAK_SECONDS soak,
 	# the RSS with 100,000 shards. About 12 minutes in all on 2 cores.

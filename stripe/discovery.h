@@ -1,5 +1,5 @@
 /*
- * Device discovery and safety (seed 002 §3.1): which block devices or
+ * Device discovery and safety: which block devices or
  * files a stripe tier may write to, and why the others are refused.
  *
  * Never accepted, whatever the config says:

@@ -7,7 +7,7 @@
  * itself, so a completion wakes the very thread that waits for it, with no
  * hand-off through a reaper thread (on a small machine those extra wake-ups
  * cost a third of the throughput). Each device has at most qd I/Os in
- * flight per ring (seed 002 §4: sized from the core count, clamped to
+ * flight per ring (sized from the core count, clamped to
  * 16..64); more wait in the ring's per-device FIFOs.
  *
  * On top of it: writing an object's chunks (install), reading whole

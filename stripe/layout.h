@@ -25,7 +25,7 @@
 
 #define DV_STRIPE_ALIGN 4096u
 #define DV_STRIPE_SB_BYTES 4096u
-#define DV_STRIPE_DATA_OFFSET 4096u /* seed 002 §3.3: a 4096-byte margin */
+#define DV_STRIPE_DATA_OFFSET 4096u /* a 4096-byte margin */
 #define DV_STRIPE_MAGIC "DVSTRIPE"
 #define DV_STRIPE_VERSION 1u
 #define DV_STRIPE_MAX_DEVICES 64u

@@ -1,6 +1,6 @@
 /*
  * W-TinyLFU (Einziger, Friedman, Manes), size weighted, as Caffeine and
- * seed 002's Moka do it: which objects the stripe tier keeps.
+ * Moka do it: which objects the stripe tier keeps.
  *
  *   sketch     a count-min sketch of 4-bit counters (4 rows of 4 per
  *              expected object) estimates how often each key was asked

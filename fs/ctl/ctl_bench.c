@@ -3,7 +3,7 @@
  *                 [-j JOBS]
  *
  * Read throughput of each local tier, with SHA-256 parity of what was read
- * (seed 002 §8). For each tier: a test object of N MiB of pseudo-random
+ * of the bytes it read. For each tier: a test object of N MiB of pseudo-random
  * bytes is written once (its SHA-256 per 4 MiB chunk noted), then read K
  * times by JOBS threads, each pass after dropping the object from the page
  * cache (posix_fadvise DONTNEED), every chunk's SHA-256 checked.
@@ -312,7 +312,7 @@ int dv_ctl_bench(int argc, char **argv)
 	};
 	const char *config = NULL, *only = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	/* seed 002 §4: min(64, max(16, cores * 4)) workers */
+	/* min(64, max(16, cores * 4)) workers */
 	uint64_t size_mb = 256, iters = 3,
 		 jobs = cores * 4 > 64 ? 64 : cores * 4 < 16 ? 16 : (uint64_t)cores * 4;
 	struct dv_config *cfg;

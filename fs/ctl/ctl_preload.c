@@ -5,7 +5,7 @@
  * every tier (R2), each read also warms the page cache. PATH is a dataset
  * directory (walked recursively) or a shard file of a datavofs mount.
  *
- * Sharded preload (seed 002 §3.6): node I of N takes the shards whose
+ * Sharded preload: node I of N takes the shards whose
  * manifest index ≡ I (mod N), so N nodes with separate tiers together hold
  * the dataset once. The index is the mount's user.datavo.index xattr, so
  * the split does not depend on names or listing order.

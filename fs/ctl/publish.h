@@ -1,5 +1,5 @@
 /*
- * `datavoctl publish`: builds or updates an origin directory (DESIGN.md
+ * `datavoctl publish`: builds or updates an origin directory (docs/design.md
  * "Origin layout") from a folder of tar shards.
  *
  *   SRC_DIR/<name>.tar, sorted by name   → shard index 0 .. n-1
@@ -12,7 +12,7 @@
  * rename), so a reader never sees a manifest naming a missing shard. One
  * publisher at a time per origin (flock on ORIGIN/.publish.lock).
  *
- * Identities (seed 000 "Identity And Cache Key"). Encoding: a string is a
+ * Identities (docs/design.md, "Manifests"). Encoding: a string is a
  * u64 little-endian byte length then its bytes; an integer is a u64
  * little-endian; a list is its u64 count then its items.
  *

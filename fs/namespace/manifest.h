@@ -1,5 +1,5 @@
 /*
- * Origin documents: datasets.json and manifests (DESIGN.md "Origin layout",
+ * Origin documents: datasets.json and manifests (docs/design.md "Origin layout",
  * "Manifest (JSON)").
  *
  * Both are JSON, read with libyaml's event parser (JSON is YAML's flow

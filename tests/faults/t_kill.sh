@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: SIGKILL. The daemon killed mid-fill and mid-read,
+# SIGKILL. The daemon killed mid-fill and mid-read,
 # then a remount (B4: the dead fill leaves nothing a later mount serves);
 # readers killed mid-open (the fill goes on) and mid-read. Each case: the
 # reader's result, the next request served, a scan of every tier file.

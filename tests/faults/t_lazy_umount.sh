@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: a lazy unmount (fusermount3 -uz) while readers hold
+# a lazy unmount (fusermount3 -uz) while readers hold
 # shards open. The readers finish with the right bytes, the daemon exits
 # once the last of them closes, nothing is left in the tier's .staging/, and
 # a new mount on the same directory serves.

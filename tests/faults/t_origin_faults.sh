@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: every origin fault of tests/faults/origin.py, one
+# every origin fault of tests/faults/origin.py, one
 # shard each. Per case: the reader's result (success after retry, or the
 # stated errno within a bound), that the daemon then serves the next request
 # (a cold shard, fetched), and a scan of every <hash>.tar in the tier.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: two daemons and sixteen readers on shared tiers with
+# two daemons and sixteen readers on shared tiers with
 # eviction pressure. Both mounts use the same two tier directories, far
 # smaller than the dataset (tier 0: 4 shards, tier 1: 12 of 32), so every
 # fill evicts; sixteen readers (eight per mount) read random shards whole,

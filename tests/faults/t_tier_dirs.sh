@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: the tier directory changed under a running daemon:
+# the tier directory changed under a running daemon:
 # made read-only (a read-only bind mount: root ignores mode bits), deleted,
 # replaced by an empty directory. Each case: the reader's result, the next
 # request served, every <hash>.tar of every tier matching its sha256.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, fault matrix: tiers without room. A small tmpfs mounted by the
+# tiers without room. A small tmpfs mounted by the
 # test is the tier: a full tier (eviction makes room), a shard larger than
 # the tier's whole filesystem (alone: ENOSPC; above a roomy tier: served
 # from there, R2), and ENOSPC in the middle of a write (space taken by a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, sanitizers: the mount smoke test under valgrind memcheck. The
+# the mount smoke test under valgrind memcheck. The
 # daemon runs under valgrind (--leak-check=full) while it mounts, lists,
 # fills cold shards from the fault origin (one after a 503, one refused as
 # corrupt), serves cached ones and the status file, and unmounts; then the

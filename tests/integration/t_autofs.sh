@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4, acceptance 6: the autofs map of scripts/deploy/ works with
+# the autofs map of scripts/deploy/ works with
 # Debian's automount. Inside a private mount namespace (the machine's
 # automounter, /etc and /run are never touched) automount -f serves the
 # map, with its paths pointed into the work dir: the first access to a key

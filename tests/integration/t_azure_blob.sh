@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 2 (Azure Blob), against Azurite, which verifies every
+# The Azure Blob tier, against Azurite, which verifies every
 # Shared Key and SAS signature. For Shared Key (AZURE_STORAGE_KEY) and for a
 # SAS token (sas_token in shards.yaml):
 #   - put: a cold read fetches from the origin (every blob a miss) and uploads

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 4, 6 and 7 for Azure Blob (seed 000's cloud topology),
+# The cloud topology for Azure Blob,
 # against Azurite, counted from nginx's access log and the container listing:
 #   - VM1 and VM2 (separate local tiers) share one container; VM1 reads a
 #     dataset cold: origin GETs = shards, and the container then holds every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: `datavoctl inspect` says which config won and why (R10), shows
+# `datavoctl inspect` says which config won and why (R10), shows
 # each tier's capacity, use and free space, and warns about a secret in a
 # world-readable file; `datavoctl bench` measures each local tier's read
 # throughput with SHA-256 parity and leaves nothing behind.

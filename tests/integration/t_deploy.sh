@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4, acceptance 5: `systemd-analyze verify` accepts the unit of
+# `systemd-analyze verify` accepts the unit of
 # scripts/deploy/; the Kubernetes files parse as YAML and have the shape the
 # README promises (privileged daemon, /dev/fuse, Bidirectional hostPath
 # /mnt/datavo; a pod with HostToContainer); every man page renders with

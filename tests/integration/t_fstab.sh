@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3, acceptance 7: an fstab line of type fuse.datavofs mounts with
+# an fstab line of type fuse.datavofs mounts with
 # `mount MOUNTPOINT`, through mount.fuse3, inside a private mount namespace
 # (so the machine's own /etc/fstab is never touched), options honoured.
 # shellcheck source=tests/integration/lib.sh

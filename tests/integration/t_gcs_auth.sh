@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 5 and 7 for GCS, end to end: daemons authorize with
+# The cloud topology for GCS, end to end: daemons authorize with
 # Application Default Credentials against local stand-ins for Google's token
 # services (tests/unit/gcs_fixture.py: it VERIFIES the JWT's RS256 signature
 # with the public half of a key pair made here by the openssl CLI, checks

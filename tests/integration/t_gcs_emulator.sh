@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 3 for GCS, against the GCS emulator (firebase-tools):
+# The cloud topology for GCS, against the GCS emulator (firebase-tools):
 # miss (an empty bucket sends every read to the origin), put (media uploads
 # for small shards, a resumable upload for one above 8 MiB; every object's
 # bytes equal the shard), get (a second daemon reads every shard from the

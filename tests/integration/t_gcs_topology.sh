@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 4 and 6 for GCS (seed 000's cloud topology), against
+# The cloud topology for GCS, against
 # the GCS emulator, counted from nginx's access log and the bucket listing:
 #   - VM1 and VM2 (separate local tiers) share one bucket: VM1 reads a
 #     dataset cold: origin GETs = shards, and the bucket then holds every

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 4, acceptance 2: after reading 8 cold shards, then the same 8 again,
+# after reading 8 cold shards, then the same 8 again,
 # a scrape of -o metrics passes `promtool check metrics` and its counters
 # equal the workload: 8 origin fetches, 8 misses then 8 hits, bytes equal to
 # the shard sizes. Also: the status file and `datavoctl status` say the
-# same; every DESIGN.md metric has HELP and TYPE; the exporter refuses a
+# same; every documented metric has HELP and TYPE; the exporter refuses a
 # port in use at mount time, warns about a non-loopback address, and
 # answers 404 off /metrics.
 # shellcheck source=tests/integration/lib.sh
@@ -76,7 +76,7 @@ assert_eq "$(metric datavofs_egress_saved_dollars_total)" "$want" "warm: dollars
 assert_eq "$(metric datavofs_open_files)" 0 "no file open"
 assert_eq "$(metric datavofs_errors_total 'kind="origin"')" 0 "no origin error"
 
-# --- every DESIGN.md metric is there with HELP and TYPE -----------------------
+# --- every documented metric is there with HELP and TYPE -----------------------
 missing=""
 for m in datavofs_tier_hits_total datavofs_tier_misses_total datavofs_tier_served_bytes_total \
 	datavofs_origin_requests_total datavofs_origin_bytes_total datavofs_egress_saved_bytes_total \
@@ -85,7 +85,7 @@ for m in datavofs_tier_hits_total datavofs_tier_misses_total datavofs_tier_serve
 	datavofs_errors_total datavofs_verify_failures_total; do
 	grep -q "^# HELP $m " "$DV_WORK/scrape" && grep -q "^# TYPE $m " "$DV_WORK/scrape" || missing+=" $m"
 done
-assert_eq "$missing" "" "every DESIGN.md metric has HELP and TYPE"
+assert_eq "$missing" "" "every documented metric has HELP and TYPE"
 assert_eq "$(grep '^# TYPE datavofs_fill_duration_seconds ' "$DV_WORK/scrape" | cut -d' ' -f4)" histogram \
 	"the fill latency is a histogram"
 assert_eq "$(grep -c '^datavofs_tier_[a-z_]*{tier="local"}' "$DV_WORK/scrape")" 12 "twelve per-tier series carry tier=\"local\""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3, acceptance 5: bad manifests (a ../ name, a non-hex hash, a
+# bad manifests (a ../ name, a non-hex hash, a
 # negative size, broken JSON) are refused with a clear log line while the
 # other datasets keep working; writes get EROFS; an unknown dataset is ENOENT.
 # shellcheck source=tests/integration/lib.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3, acceptance 3 and 4: a remount serves every cached shard with no
+# a remount serves every cached shard with no
 # shard GET (B8); with nginx stopped a remount still lists and serves what is
 # cached (B7) and an uncached shard is EIO within the timeouts, not a hang;
 # bytes that do not match the manifest are EIO, never installed, logged, and

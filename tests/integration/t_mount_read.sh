@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3, acceptance 1 and 2: a published dataset under a nested name lists
+# a published dataset under a nested name lists
 # and stats with no shard GET; Python's tarfile reads every member of every
 # shard through the mount with the source's bytes; the same over a file://
 # origin; sixteen readers of one cold shard cause one GET (B1), and so do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3, acceptance 6: a revision published while mounted shows up after
+# a revision published while mounted shows up after
 # the TTL; a reader holding an old shard open keeps reading the old bytes;
 # <dataset>@1 still shows revision 1.
 # shellcheck source=tests/integration/lib.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4, acceptance 3: `datavoctl preload --node 0 --nodes 2` and
+# `datavoctl preload --node 0 --nodes 2` and
 # `--node 1 --nodes 2` on two mounts with separate tiers: each fetched
 # exactly its half (nginx's log: the shards whose manifest index is even,
 # then odd, each once), together all shards. Also: the index xattr, a shard

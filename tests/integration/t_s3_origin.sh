@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5: the s3://bucket/prefix origin (DESIGN.md "Kinds of origin"),
+# the s3://bucket/prefix origin (docs/design.md "Kinds of origin"),
 # against s3rver behind sigv4check.py (which checks every signature):
 # datasets.json and manifests list and stat, shards read with the source's
 # bytes, each shard fetched once; AWS_ENDPOINT_URL_S3 points the daemon at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 3 for S3, against s3rver, every request going through
+# The cloud topology for S3, against s3rver, every request going through
 # tests/integration/sigv4check.py, a proxy that checks each SigV4 signature
 # (session token included) and refuses a wrong one (s3rver checks none):
 #   - miss: a cold read looks the bucket up (HEAD 404), then reads the origin;

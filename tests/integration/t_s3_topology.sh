@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5, acceptance 4, 6 and 7 for S3 (seed 000's cloud topology), against
+# The cloud topology for S3, against
 # s3rver, counted from nginx's access log and the bucket's listing:
 #   - VM1 and VM2 (separate local tiers) share one bucket; VM1 reads a
 #     dataset cold: origin GETs = shards, and the bucket then holds every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7, acceptance 3: SIGKILL in the middle of a stripe install (half its
+# SIGKILL in the middle of a stripe install (half its
 # chunks written and durable, its index entry not yet): the next mount
 # serves every shard committed before it from the stripe tier, with no
 # origin GET, and no partial one: the interrupted shard is a miss, fetched

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7, acceptance 2 (discovery and safety): with loop devices this test
+# with loop devices this test
 # attaches and detaches itself, discovery refuses one holding ext4 and a
 # mounted one, and accepts a blank one only when it is listed by name;
 # `devices: auto` never takes a loop device. The daemon refuses to start on

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7, acceptance 2: a stripe tier over four loop devices that this test
+# a stripe tier over four loop devices that this test
 # attaches (and detaches, whatever happens). Shards read through the mount
 # with the source's sha256, served by the stripe tier itself when it is
 # first; after a restart they are still cached (no origin GET), even with

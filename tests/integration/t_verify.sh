@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4, acceptance 4: a tier file corrupted on purpose is reported by
+# a tier file corrupted on purpose is reported by
 # `datavoctl verify` and removed by `verify --fix`; the next open refetches
 # it (one more GET) and reads the right bytes. Also: a truncated file and a
 # stale staging file are findings, a staging file held by a live process

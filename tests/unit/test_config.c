@@ -1,5 +1,5 @@
 /*
- * config/config.c: every YAML example of seed 000, the resolution order
+ * config/config.c: every YAML example of the original schema, the resolution order
  * (R10), the legacy root key (R11), the folder-tier rule (R6), expansion
  * (R12), defaults, and bad files whose one-line messages must name the
  * file, the line and the key.
@@ -84,7 +84,7 @@ static void expect_tier(const struct dv_config *cfg, size_t i,
 	ck_assert_int_eq(t->line, line);
 }
 
-/* Seed 000, "YAML schema", verbatim. */
+/* The original schema example, verbatim. */
 static const char seed_schema[] =
 	"tiers:\n"
 	"  - name: scratch\n"

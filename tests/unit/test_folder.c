@@ -1,5 +1,5 @@
 /*
- * Folder tiers: seed 000's R7 (per-hash locks, rename installs, racers
+ * Folder tiers: R7 (per-hash locks, rename installs, racers
  * discard), R8 (LRU by mtime, opens refresh mtime, unbounded by default),
  * R12 (created on first use), our B6 (open files are not evicted), and
  * the durability markers of B4/B8 (an install reaches the disk in the

@@ -1,5 +1,5 @@
 /*
- * The hierarchy's rules (seed 000 R1-R9, our B1-B3, B8), on real folder
+ * The hierarchy's rules (R1-R9, B1-B3, B8 of docs/design.md), on real folder
  * tiers in temporary directories and an in-memory fake remote tier.
  */
 #include <check.h>

@@ -1,5 +1,5 @@
 /*
- * The stripe index journal (issue 7, acceptance 1): replayed after a
+ * The stripe index journal: replayed after a
  * truncation at every byte of its last record, nothing committed is lost
  * and nothing half-written is visible; a torn tail is cut off so that the
  * next append follows the last good record; compaction keeps the entries.

@@ -1,5 +1,5 @@
 /*
- * Stripe layout arithmetic (issue 7, acceptance 1): start device from the
+ * Stripe layout arithmetic: start device from the
  * content hash, round-robin chunks, 4096-aligned offsets, the last partial
  * chunk; the superblock; the free map; foreign signatures discovery knows.
  */

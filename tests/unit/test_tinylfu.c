@@ -1,5 +1,5 @@
 /*
- * W-TinyLFU (issue 7, acceptance 1): a scan of one-hit objects does not
+ * W-TinyLFU: a scan of one-hit objects does not
  * flush a frequently used working set; admission is size-aware; pinned
  * objects are never evicted; the sketch ages.
  */

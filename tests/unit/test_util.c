@@ -1,5 +1,5 @@
 /*
- * config/util.c: sizes (seed 000's suffixes), integers, path expansion
+ * config/util.c: sizes (suffixes), integers, path expansion
  * (R12), hash and name checks, byte formatting, the small file reader.
  */
 #include <check.h>
@@ -42,7 +42,7 @@ END_TEST
 
 START_TEST(test_size_suffixes_1024_based)
 {
-	/* Seed 000: "SI-style suffix (B, KB, MB, GB, TB, 1024-based)". */
+	/* SI-style suffixes (B, KB, MB, GB, TB) are 1024-based, as they always were here. */
 	ck_assert_uint_eq(size_ok("1TB"), 1ULL << 40);
 	ck_assert_uint_eq(size_ok("50GB"), 50ULL << 30);
 	ck_assert_uint_eq(size_ok("200GB"), 200ULL << 30);

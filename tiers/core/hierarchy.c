@@ -1,5 +1,5 @@
 /*
- * The hierarchy: the only code that knows how tiers relate (seed 000).
+ * The hierarchy: the only code that knows how tiers relate (docs/design.md).
  * See hierarchy.h for the rules. How it is put together:
  *
  *   fast path   a hit in tier 0 is opened and served with no lock (R1, R5);

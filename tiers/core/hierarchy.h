@@ -1,5 +1,5 @@
 /*
- * The shard cache hierarchy (seed 000): an ordered list of tiers, fastest
+ * The shard cache hierarchy (docs/design.md): an ordered list of tiers, fastest
  * first. get_or_fetch() is the whole read path of the cache:
  *
  *   R1  walk fastest → slowest; the first tier holding the shard serves it;

@@ -1,6 +1,6 @@
 /*
  * The Google Cloud Storage tier (type: gcs): one bucket shared by every
- * machine of a region, between their local tiers and the origin (seed 000's
+ * machine of a region, between their local tiers and the origin (the hierarchy's
  * cloud topology). Shards are objects <prefix>/<content_hash>.tar, spoken
  * to through the JSON API:
  *

@@ -1,5 +1,5 @@
 /*
- * The origin: where datasets are published (DESIGN.md "Origin layout").
+ * The origin: where datasets are published (docs/design.md "Origin layout").
  *
  *   ORIGIN/datasets.json, ORIGIN/<dataset>/manifest.json,
  *   ORIGIN/<dataset>/revisions/<N>.json, ORIGIN/shards/<content_hash>.tar
