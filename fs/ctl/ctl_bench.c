@@ -2,8 +2,8 @@
  * datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N] [--iterations K]
  *                 [-j JOBS]
  *
- * Read throughput of each local tier, with SHA-256 parity of what was read
- * of the bytes it read. For each tier: a test object of N MiB of pseudo-random
+ * Read throughput of each local tier, with SHA-256 parity of what was read.
+ * For each tier: a test object of N MiB of pseudo-random
  * bytes is written once (its SHA-256 per 4 MiB chunk noted), then read K
  * times by JOBS threads, each pass after dropping the object from the page
  * cache (posix_fadvise DONTNEED), every chunk's SHA-256 checked.
