@@ -25,6 +25,7 @@
 
 #include "config/log.h"
 #include "config/util.h"
+#include "tiers/net/call.h"
 #include "tiers/net/json.h"
 
 #define ANSWER_MAX (64u << 10)
@@ -40,6 +41,8 @@ enum source {
 struct dv_gcs_creds {
 	struct dv_http *http;  /* borrowed */
 	char *label;
+	char *who;             /* "tier 'label'": the log prefix */
+	struct dv_http_denied denied; /* rate of "access denied" lines */
 	time_t (*now)(void);
 	pthread_mutex_t lock;
 
@@ -81,7 +84,8 @@ int dv_gcs_creds_new(struct dv_http *http, const char *label,
 	if (!c)
 		return -ENOMEM;
 	c->label = strdup(label ? label : "gcs");
-	if (!c->label) {
+	if (!c->label || asprintf(&c->who, "tier '%s'", c->label) < 0) {
+		free(c->label);
 		free(c);
 		return -ENOMEM;
 	}
@@ -125,6 +129,7 @@ void dv_gcs_creds_free(struct dv_gcs_creds *c)
 	drop_token(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->label);
+	free(c->who);
 	free(c);
 }
 
@@ -725,7 +730,7 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 		{ .key = "expires_in" },
 		{ .key = "token_type" },
 	};
-	uint64_t life = DV_GCS_JWT_LIFETIME, margin;
+	uint64_t life = DV_GCS_JWT_LIFETIME;
 	char shown[256];
 	int ret;
 
@@ -745,12 +750,10 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 		life = DV_GCS_JWT_LIFETIME;
 	if (life == 0)
 		life = 1;
-	margin = life / 4 < DV_GCS_REFRESH_MARGIN ? life / 4
-						   : DV_GCS_REFRESH_MARGIN;
 	drop_token(c);
 	take(&c->token, &f[0]);
 	c->expires_at = now + (time_t)life;
-	c->refresh_at = c->expires_at - (time_t)margin;
+	c->refresh_at = dv_http_refresh_at(now, c->expires_at);
 	dv_debug("tier '%s': new access token, valid for %" PRIu64 " s",
 		 c->label, life);
 out:
@@ -758,78 +761,91 @@ out:
 	return ret;
 }
 
-static const char *why(int err, const struct dv_http_response *resp,
-		       char *buf, size_t len)
+static int fetch_failed(struct dv_gcs_creds *c, const struct dv_http_call *call,
+			const struct dv_http_response *resp)
 {
-	if (resp->status && (resp->status < 200 || resp->status > 299))
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
-	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
-}
-
-static int fetch_failed(struct dv_gcs_creds *c, int err,
-			const struct dv_http_response *resp, unsigned attempts)
-{
-	char shown[256], reason[REASON_MAX], what[DV_HTTP_DETAIL_MAX + 32];
+	char shown[256], reason[REASON_MAX], why[DV_HTTP_DETAIL_MAX + 32];
+	int err = call->last_err;
 
 	dv_http_redact(c->token_uri, shown, sizeof(shown));
-	why(err, resp, what, sizeof(what));
+	dv_http_describe(err, resp, NULL, why, sizeof(why));
 	if (err == -EACCES) {
 		/* error / error_description: never an echo of a secret. */
 		dv_json_reason(resp->errbody, strlen(resp->errbody), reason,
-				   sizeof(reason));
-		dv_err("tier '%s': access denied: %s refused the credentials (%s%s%s)",
-		       c->label, shown, what, reason[0] ? ": " : "", reason);
+			       sizeof(reason));
+		dv_http_log_denied(&c->denied, c->who,
+				   "%s refused the credentials (%s%s%s)", shown,
+				   why, reason[0] ? ": " : "", reason);
 		return -EACCES;
 	}
 	if (c->src == SRC_METADATA &&
 	    (err == -ECONNREFUSED || err == -EHOSTUNREACH)) {
-		dv_err("tier '%s': access denied: no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's %s does not exist, and no GCE metadata server answers at %s (%s)",
-		       c->label, DV_GCS_ADC_FILE, c->where, what);
+		dv_http_log_denied(&c->denied, c->who,
+				   "no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's %s does not exist, and no GCE metadata server answers at %s (%s)",
+				   DV_GCS_ADC_FILE, c->where, why);
 		return -EACCES;
 	}
-	if (err != -EPROTO)
-		dv_err("tier '%s': token request to %s failed after %u attempt%s: %s",
-		       c->label, shown, attempts, attempts > 1 ? "s" : "",
-		       what);
+	/* -EPROTO: take_token said what was wrong with the answer. */
+	if (err != -EPROTO && err != -ENOMEM)
+		dv_err("%s: %s failed after %u attempt%s: %s", c->who,
+		       call->what, call->attempts,
+		       call->attempts > 1 ? "s" : "", why);
 	return dv_http_final_errno(err);
 }
 
-static int fetch(struct dv_gcs_creds *c)
-{
-	struct dv_http_response resp;
+struct token_call {
+	struct dv_gcs_creds *c;
 	struct dv_http_buf answer;
-	char what[DV_HTTP_DETAIL_MAX + 32], shown[256];
-	unsigned n, delay;
+};
+
+/* One request for a token; a JWT is signed anew for each. */
+static int token_attempt(void *arg, struct dv_http_response *resp)
+{
+	struct token_call *t = arg;
+	time_t now = t->c->now();
 	int ret;
 
-	dv_http_buf_init(&answer, ANSWER_MAX);
-	for (n = 0;; n++) {
-		time_t now = c->now();
+	ret = token_request(t->c, now, &t->answer, resp);
+	return ret ? ret : take_token(t->c, &t->answer, now);
+}
 
-		ret = token_request(c, now, &answer, &resp);
-		if (ret == 0) {
-			ret = take_token(c, &answer, now);
-			break;
-		}
-		if (!dv_http_transient(ret) || n >= c->http->retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_warn("tier '%s': token request to %s: %s (attempt %u of %u), retrying in %u ms",
-			c->label,
-			dv_http_redact(c->token_uri, shown, sizeof(shown)),
-			why(ret, &resp, what, sizeof(what)), n + 1,
-			c->http->retries + 1, delay);
-		dv_http_sleep_ms(delay);
-	}
-	if (ret && ret != -ENOMEM)
-		ret = fetch_failed(c, ret, &resp, n + 1);
-	if (answer.data)
-		OPENSSL_cleanse(answer.data, answer.len);
-	dv_http_buf_release(&answer);
+static void oauth_error(const struct dv_http_response *resp, char *buf,
+			size_t len)
+{
+	dv_json_reason(resp->errbody, strlen(resp->errbody), buf, len);
+}
+
+/* Credential endpoints: no refresh (this is the refresh), no redirects. */
+static const struct dv_http_call_ops token_ops = {
+	.attempt = token_attempt,
+	.error_code = oauth_error,
+};
+
+static int fetch(struct dv_gcs_creds *c)
+{
+	struct token_call t = { .c = c };
+	char what[300], shown[256];
+	/* Quiet: a refusal names the token service and its reason. */
+	struct dv_http_call call = {
+		.http = c->http,
+		.ops = &token_ops,
+		.ctx = &t,
+		.who = c->who,
+		.what = what,
+		.flags = DV_HTTP_CALL_QUIET,
+	};
+	struct dv_http_response resp;
+	int ret;
+
+	snprintf(what, sizeof(what), "token request to %s",
+		 dv_http_redact(c->token_uri, shown, sizeof(shown)));
+	dv_http_buf_init(&t.answer, ANSWER_MAX);
+	ret = dv_http_call_run(&call, &resp);
+	if (ret < 0)
+		ret = fetch_failed(c, &call, &resp);
+	if (t.answer.data)
+		OPENSSL_cleanse(t.answer.data, t.answer.len);
+	dv_http_buf_release(&t.answer);
 	return ret;
 }
 
