@@ -1,7 +1,8 @@
 /*
- * The GCS tier (see gcs.h): construction, the request loop shared with
- * the uploads (token, retries, one token refresh after a 401, the log line
- * of a failure), lookups and downloads.
+ * The GCS tier (see gcs.h): construction, the request shared with the
+ * uploads (a token per attempt, the log line of a failure; the retries
+ * and the one token refresh after a 401 are dv_http_call_run()'s),
+ * lookups and downloads.
  *
  * A download streams into the hierarchy's verifying sink; a transfer that
  * breaks resumes with a Range request from the first byte it lacks, and an
