@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "tiers/gcs/gcs_creds.h"
+#include "tiers/net/call.h"
 #include "gcs_fixture.h"
 #include "helpers.h"
 
@@ -207,7 +208,7 @@ START_TEST(test_token_cached_then_refreshed)
 	/* A refresh token: a JWT signed at a clock set ahead would be refused. */
 	gf_use_file("user.json");
 	ck_assert_int_eq(header(a), 0);
-	fake_now += 3599 - DV_GCS_REFRESH_MARGIN - 1;
+	fake_now += 3599 - DV_HTTP_REFRESH_AHEAD - 1;
 	ck_assert_int_eq(header(b), 0);
 	ck_assert_str_eq(a, b);
 	ck_assert_int_eq(gf_count("POST /token"), 1);
@@ -225,7 +226,7 @@ START_TEST(test_short_token_short_margin)
 	gf_ctl("/_fault", "expires_in=40");
 	gf_use_file("sa.json");
 	ck_assert_int_eq(header(a), 0);
-	fake_now += 29; /* margin: a quarter of 40 s */
+	fake_now += 19; /* margin: half of 40 s (dv_http_refresh_at) */
 	ck_assert_int_eq(header(b), 0);
 	ck_assert_str_eq(a, b);
 	fake_now += 2;

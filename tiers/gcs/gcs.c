@@ -1,7 +1,8 @@
 /*
- * The GCS tier (see gcs.h): construction, the request loop shared with
- * the uploads (token, retries, one token refresh after a 401, the log line
- * of a failure), lookups and downloads.
+ * The GCS tier (see gcs.h): construction, the request shared with the
+ * uploads (a token per attempt, the log line of a failure; the retries
+ * and the one token refresh after a 401 are dv_http_call_run()'s),
+ * lookups and downloads.
  *
  * A download streams into the hierarchy's verifying sink; a transfer that
  * breaks resumes with a Range request from the first byte it lacks, and an
@@ -24,8 +25,9 @@
 
 #include "config/log.h"
 #include "config/util.h"
-#include "tiers/net/json.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http_sink.h"
+#include "tiers/net/json.h"
 
 #define REASON_MAX 200
 
@@ -80,109 +82,134 @@ void dv_gcs_shown(const struct gcs_tier *g, const char *hash, char *buf,
 
 /* ---- the request loop ---- */
 
-static const char *describe(int err, const struct dv_http_response *resp,
-			    char *buf, size_t len)
+/* One request through the network layer (call.h), with a token per try. */
+struct request {
+	struct gcs_tier *g;
+	dv_gcs_attempt_fn fn;
+	void *ctx;
+	int auth_err;      /* the token could not be had: the call's result */
+};
+
+/*
+ * A token that cannot be had ends the call: gcs_creds.c has retried,
+ * logged and remembers the failure, so another try would only wait.
+ */
+static int with_token(void *arg, struct dv_http_response *resp)
 {
-	if (resp->status && (resp->status < 200 || resp->status > 299))
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
-	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
+	struct request *r = arg;
+	char auth[DV_GCS_AUTH_HEADER_MAX];
+	int ret;
+
+	if (!r->g->creds)
+		return r->fn(r->g, r->ctx, NULL, resp);
+	ret = dv_gcs_creds_header(r->g->creds, auth, sizeof(auth));
+	if (ret) {
+		r->auth_err = ret;
+		return dv_http_transient(ret) ? -EIO : ret;
+	}
+	ret = r->fn(r->g, r->ctx, auth, resp);
+	OPENSSL_cleanse(auth, sizeof(auth));
+	return ret;
 }
 
+/* A token revoked or expired early: the next try fetches a new one. */
+static void drop_token(void *arg)
+{
+	struct request *r = arg;
+
+	dv_gcs_creds_invalidate(r->g->creds);
+}
+
+void dv_gcs_error_code(const struct dv_http_response *resp, char *buf,
+		       size_t len)
+{
+	size_t n = strnlen(resp->detail, len - 1);
+
+	if (n) {
+		memcpy(buf, resp->detail, n); /* may be cut: a log line */
+		buf[n] = '\0';
+	} else {
+		dv_json_reason(resp->errbody, strlen(resp->errbody), buf, len);
+	}
+}
+
+static const struct dv_http_call_ops signed_ops = {
+	.attempt = with_token,
+	.refresh = drop_token,
+	.error_code = dv_gcs_error_code,
+};
+
+/* The emulator: no token, so a 401 is final. */
+static const struct dv_http_call_ops anonymous_ops = {
+	.attempt = with_token,
+	.error_code = dv_gcs_error_code,
+};
+
+/* "HTTP 403: <reason>; credentials: <source>": says whom to fix. */
 static void log_denied(struct gcs_tier *g, const char *what,
 		       const struct dv_http_response *resp)
 {
 	char reason[REASON_MAX], who[512];
 
 	dv_json_reason(resp->errbody, strlen(resp->errbody), reason,
-			   sizeof(reason));
+		       sizeof(reason));
 	if (g->creds)
 		dv_gcs_creds_describe(g->creds, who, sizeof(who));
 	else
-		snprintf(who, sizeof(who),
-			 "none (STORAGE_EMULATOR_HOST)");
-	dv_err("tier '%s': access denied: %s: HTTP %ld%s%s; credentials: %s",
-	       g->base.name, what, resp->status, reason[0] ? ": " : "", reason,
-	       who);
+		snprintf(who, sizeof(who), "none (STORAGE_EMULATOR_HOST)");
+	dv_http_log_denied(&g->denied, g->who, "%s: HTTP %ld%s%s; credentials: %s",
+			   what, resp->status, reason[0] ? ": " : "", reason,
+			   who);
 }
 
-static void log_failure(struct gcs_tier *g, const char *what, int err,
-			const struct dv_http_response *resp, unsigned attempts)
+static void log_failure(struct gcs_tier *g, const struct dv_http_call *c,
+			int err, const struct dv_http_response *resp)
 {
-	char why[DV_HTTP_DETAIL_MAX + 32];
+	char why[DV_HTTP_DETAIL_MAX + 96], code[64] = "";
 
 	if (err == -ENOENT || err == -ENOMEM)
 		return;
 	if (err == -EACCES) {
 		/* Token failures were logged by gcs_creds.c. */
 		if (resp->status == 401 || resp->status == 403)
-			log_denied(g, what, resp);
+			log_denied(g, c->what, resp);
 		return;
 	}
-	describe(err, resp, why, sizeof(why));
-	if (attempts > 1)
-		dv_warn("tier '%s': %s failed after %u attempts: %s",
-			g->base.name, what, attempts, why);
+	if (resp->status >= 300)
+		dv_gcs_error_code(resp, code, sizeof(code));
+	dv_http_describe(err, resp, code, why, sizeof(why));
+	if (c->attempts > 1)
+		dv_warn("%s: %s failed after %u attempts: %s", g->who, c->what,
+			c->attempts, why);
 	else
-		dv_warn("tier '%s': %s failed: %s", g->base.name, what, why);
-}
-
-static int auth_header(struct gcs_tier *g, char *buf, size_t len,
-		       struct dv_http_response *resp)
-{
-	int ret;
-
-	if (!g->creds)
-		return 0;
-	ret = dv_gcs_creds_header(g->creds, buf, len);
-	if (ret)
-		memset(resp, 0, sizeof(*resp));
-	return ret;
+		dv_warn("%s: %s failed: %s", g->who, c->what, why);
 }
 
 int dv_gcs_request(struct gcs_tier *g, const char *what,
 		   dv_gcs_attempt_fn fn, void *ctx,
 		   struct dv_http_response *resp)
 {
-	char auth[DV_GCS_AUTH_HEADER_MAX], why[DV_HTTP_DETAIL_MAX + 32];
-	bool refreshed = false;
-	unsigned n = 0, delay;
+	struct request r = { .g = g, .fn = fn, .ctx = ctx };
+	/* Quiet: an access denied line names the credentials. */
+	struct dv_http_call call = {
+		.http = &g->http,
+		.ops = g->creds ? &signed_ops : &anonymous_ops,
+		.ctx = &r,
+		.who = g->who,
+		.what = what,
+		.flags = DV_HTTP_CALL_QUIET,
+	};
 	int ret;
 
-	for (;;) {
-		ret = auth_header(g, auth, sizeof(auth), resp);
-		if (ret)
-			break;
-		ret = fn(g, ctx, g->creds ? auth : NULL, resp);
-		if (ret >= 0)
-			break;
-		/* A token revoked or expired early: one fresh token. */
-		if (ret == -EACCES && resp->status == 401 && g->creds &&
-		    !refreshed) {
-			dv_info("tier '%s': %s: HTTP 401, fetching a new token",
-				g->base.name, what);
-			dv_gcs_creds_invalidate(g->creds);
-			refreshed = true;
-			continue;
-		}
-		if (!dv_http_transient(ret) || n >= g->http.retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_warn("tier '%s': %s: %s (attempt %u of %u), retrying in %u ms",
-			g->base.name, what,
-			describe(ret, resp, why, sizeof(why)), n + 1,
-			g->http.retries + 1, delay);
-		dv_http_sleep_ms(delay);
-		n++;
+	ret = dv_http_call_run(&call, resp);
+	if (r.auth_err && ret < 0) {
+		memset(resp, 0, sizeof(*resp));
+		ret = r.auth_err;
 	}
-	OPENSSL_cleanse(auth, sizeof(auth));
-	if (ret >= 0)
-		return ret;
-	log_failure(g, what, ret, resp, n + 1);
-	return dv_http_final_errno(ret);
+	if (ret < 0)
+		log_failure(g, &call, r.auth_err ? r.auth_err : call.last_err,
+			    resp);
+	return ret;
 }
 
 /* ---- lookup ---- */
@@ -306,8 +333,8 @@ static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
 			struct dv_sink *sink)
 {
 	struct gcs_tier *g = dv_gcs_downcast(t);
-	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8], who[256];
-	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = who,
+	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8];
+	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = g->who,
 				      .shown = shown } };
 	struct dv_http_response resp;
 	char *name, *url = NULL;
@@ -323,7 +350,6 @@ static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
 	}
 	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "GET %s", shown);
-	snprintf(who, sizeof(who), "tier '%s'", t->name);
 	s.url = url;
 	ret = dv_gcs_request(g, what, get_attempt, &s, &resp);
 	free(url);
@@ -485,6 +511,7 @@ int dv_gcs_tier_new(const struct dv_tier_config *tc,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	snprintf(g->who, sizeof(g->who), "tier '%s'", g->base.name);
 	/* destroy releases http: it comes before anything that can fail. */
 	if (dv_http_init(&g->http, cfg ? &cfg->http : NULL)) {
 		dv_tier_release(&g->base);

@@ -5,7 +5,8 @@
  * cached token. A caller that finds no fresh token fetches one while
  * holding it, so concurrent readers make one request, not one each.
  *
- * Not here: the GCS requests themselves (gcs.c), libcurl (http.c).
+ * Not here: the GCS requests themselves (gcs.c), signing the JWT
+ * (gcs_jwt.c), retries (tiers/net/call.c), libcurl (http.c).
  */
 #include "gcs_creds.h"
 
@@ -25,6 +26,7 @@
 
 #include "config/log.h"
 #include "config/util.h"
+#include "tiers/net/call.h"
 #include "tiers/net/json.h"
 
 #define ANSWER_MAX (64u << 10)
@@ -40,6 +42,8 @@ enum source {
 struct dv_gcs_creds {
 	struct dv_http *http;  /* borrowed */
 	char *label;
+	char *who;             /* "tier 'label'": the log prefix */
+	struct dv_http_denied denied; /* rate of "access denied" lines */
 	time_t (*now)(void);
 	pthread_mutex_t lock;
 
@@ -81,7 +85,8 @@ int dv_gcs_creds_new(struct dv_http *http, const char *label,
 	if (!c)
 		return -ENOMEM;
 	c->label = strdup(label ? label : "gcs");
-	if (!c->label) {
+	if (!c->label || asprintf(&c->who, "tier '%s'", c->label) < 0) {
+		free(c->label);
 		free(c);
 		return -ENOMEM;
 	}
@@ -125,6 +130,7 @@ void dv_gcs_creds_free(struct dv_gcs_creds *c)
 	drop_token(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->label);
+	free(c->who);
 	free(c);
 }
 
@@ -163,181 +169,6 @@ void dv_gcs_creds_describe(struct dv_gcs_creds *c, char *buf, size_t len)
 	pthread_mutex_lock(&c->lock);
 	describe_locked(c, buf, len);
 	pthread_mutex_unlock(&c->lock);
-}
-
-/* ---- JWT (RFC 7519) with RS256 ---- */
-
-size_t dv_gcs_base64url(const void *in, size_t len, char *out, size_t outlen)
-{
-	size_t need = 4 * ((len + 2) / 3) + 1, n;
-
-	if (outlen < need) {
-		if (outlen)
-			out[0] = '\0';
-		return 0;
-	}
-	n = (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
-	while (n > 0 && out[n - 1] == '=')
-		n--;
-	out[n] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		if (out[i] == '+')
-			out[i] = '-';
-		else if (out[i] == '/')
-			out[i] = '_';
-	}
-	return n;
-}
-
-/* A JSON string body for @s: '"', '\' and control bytes escaped. */
-static char *json_escape(const char *s)
-{
-	size_t len = strlen(s);
-	char *out = malloc(len * 6 + 1), *p = out;
-
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			*p++ = '\\';
-			*p++ = (char)ch;
-		} else if (ch < 0x20) {
-			p += sprintf(p, "\\u%04x", ch);
-		} else {
-			*p++ = (char)ch;
-		}
-	}
-	*p = '\0';
-	return out;
-}
-
-/* base64url of a NUL-terminated string, appended at @p. */
-static char *b64_part(char *p, size_t room, const char *s)
-{
-	return p + dv_gcs_base64url(s, strlen(s), p, room);
-}
-
-static void log_ssl_error(const char *what)
-{
-	char buf[256];
-	unsigned long e = ERR_get_error();
-
-	ERR_error_string_n(e, buf, sizeof(buf));
-	ERR_clear_error();
-	dv_err("gcs: %s: %s", what, e ? buf : "unknown OpenSSL error");
-}
-
-static int rs256(EVP_PKEY *key, const char *data, size_t len,
-		 unsigned char **sig, size_t *siglen)
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	int ret = -EINVAL;
-
-	*sig = NULL;
-	if (!md)
-		return -ENOMEM;
-	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-	    EVP_DigestSign(md, NULL, siglen, (const unsigned char *)data,
-			   len) != 1)
-		goto out_ssl;
-	*sig = malloc(*siglen);
-	if (!*sig) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (EVP_DigestSign(md, *sig, siglen, (const unsigned char *)data,
-			   len) != 1)
-		goto out_ssl;
-	ret = 0;
-	goto out;
-out_ssl:
-	log_ssl_error("cannot sign the token request with the service account key");
-	free(*sig);
-	*sig = NULL;
-out:
-	EVP_MD_CTX_free(md);
-	return ret;
-}
-
-/* The JSON header and claims of the assertion. */
-static int jwt_parts(const char *key_id, const char *email, const char *scope,
-		     const char *aud, time_t now, char **header, char **claims)
-{
-	char *kid = json_escape(key_id ? key_id : "");
-	char *iss = json_escape(email), *sc = json_escape(scope);
-	char *au = json_escape(aud);
-	int ret = -ENOMEM;
-
-	*header = *claims = NULL;
-	if (!kid || !iss || !sc || !au)
-		goto out;
-	if (asprintf(header, "{\"alg\":\"RS256\",\"typ\":\"JWT\"%s%s%s}",
-		     key_id ? ",\"kid\":\"" : "", key_id ? kid : "",
-		     key_id ? "\"" : "") < 0) {
-		*header = NULL;
-		goto out;
-	}
-	if (asprintf(claims,
-		     "{\"iss\":\"%s\",\"scope\":\"%s\",\"aud\":\"%s\","
-		     "\"iat\":%" PRId64 ",\"exp\":%" PRId64 "}",
-		     iss, sc, au, (int64_t)now,
-		     (int64_t)now + DV_GCS_JWT_LIFETIME) < 0) {
-		*claims = NULL;
-		goto out;
-	}
-	ret = 0;
-out:
-	free(kid);
-	free(iss);
-	free(sc);
-	free(au);
-	return ret;
-}
-
-int dv_gcs_jwt_assertion(EVP_PKEY *key, const char *key_id,
-			 const char *email, const char *scope,
-			 const char *aud, time_t now, char **out)
-{
-	char *header, *claims, *jwt = NULL, *p;
-	unsigned char *sig = NULL;
-	size_t siglen = 0, cap, used;
-	int ret;
-
-	*out = NULL;
-	if (!key || EVP_PKEY_base_id(key) != EVP_PKEY_RSA)
-		return -EINVAL;
-	ret = jwt_parts(key_id, email, scope, aud, now, &header, &claims);
-	if (ret)
-		goto out;
-	/* Room for three base64 parts; a 16384-bit signature is 2 KiB. */
-	cap = 4 * ((strlen(header) + strlen(claims) + 4096) / 3 + 3) + 8;
-	jwt = malloc(cap);
-	ret = -ENOMEM;
-	if (!jwt)
-		goto out;
-	p = b64_part(jwt, cap, header);
-	*p++ = '.';
-	p = b64_part(p, cap - (size_t)(p - jwt), claims);
-	used = (size_t)(p - jwt);
-	ret = rs256(key, jwt, used, &sig, &siglen);
-	if (ret)
-		goto out;
-	ret = -ENOMEM;
-	if (4 * ((siglen + 2) / 3) + 2 > cap - used)
-		goto out;
-	*p++ = '.';
-	dv_gcs_base64url(sig, siglen, p, cap - (size_t)(p - jwt));
-	*out = jwt;
-	jwt = NULL;
-	ret = 0;
-out:
-	free(header);
-	free(claims);
-	free(sig);
-	wipe_free(jwt);
-	return ret;
 }
 
 /* ---- resolving the source ---- */
@@ -725,7 +556,7 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 		{ .key = "expires_in" },
 		{ .key = "token_type" },
 	};
-	uint64_t life = DV_GCS_JWT_LIFETIME, margin;
+	uint64_t life = DV_GCS_JWT_LIFETIME;
 	char shown[256];
 	int ret;
 
@@ -745,12 +576,10 @@ static int take_token(struct dv_gcs_creds *c, const struct dv_http_buf *answer,
 		life = DV_GCS_JWT_LIFETIME;
 	if (life == 0)
 		life = 1;
-	margin = life / 4 < DV_GCS_REFRESH_MARGIN ? life / 4
-						   : DV_GCS_REFRESH_MARGIN;
 	drop_token(c);
 	take(&c->token, &f[0]);
 	c->expires_at = now + (time_t)life;
-	c->refresh_at = c->expires_at - (time_t)margin;
+	c->refresh_at = dv_http_refresh_at(now, c->expires_at);
 	dv_debug("tier '%s': new access token, valid for %" PRIu64 " s",
 		 c->label, life);
 out:
@@ -758,78 +587,91 @@ out:
 	return ret;
 }
 
-static const char *why(int err, const struct dv_http_response *resp,
-		       char *buf, size_t len)
+static int fetch_failed(struct dv_gcs_creds *c, const struct dv_http_call *call,
+			const struct dv_http_response *resp)
 {
-	if (resp->status && (resp->status < 200 || resp->status > 299))
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
-	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
-}
-
-static int fetch_failed(struct dv_gcs_creds *c, int err,
-			const struct dv_http_response *resp, unsigned attempts)
-{
-	char shown[256], reason[REASON_MAX], what[DV_HTTP_DETAIL_MAX + 32];
+	char shown[256], reason[REASON_MAX], why[DV_HTTP_DETAIL_MAX + 32];
+	int err = call->last_err;
 
 	dv_http_redact(c->token_uri, shown, sizeof(shown));
-	why(err, resp, what, sizeof(what));
+	dv_http_describe(err, resp, NULL, why, sizeof(why));
 	if (err == -EACCES) {
 		/* error / error_description: never an echo of a secret. */
 		dv_json_reason(resp->errbody, strlen(resp->errbody), reason,
-				   sizeof(reason));
-		dv_err("tier '%s': access denied: %s refused the credentials (%s%s%s)",
-		       c->label, shown, what, reason[0] ? ": " : "", reason);
+			       sizeof(reason));
+		dv_http_log_denied(&c->denied, c->who,
+				   "%s refused the credentials (%s%s%s)", shown,
+				   why, reason[0] ? ": " : "", reason);
 		return -EACCES;
 	}
 	if (c->src == SRC_METADATA &&
 	    (err == -ECONNREFUSED || err == -EHOSTUNREACH)) {
-		dv_err("tier '%s': access denied: no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's %s does not exist, and no GCE metadata server answers at %s (%s)",
-		       c->label, DV_GCS_ADC_FILE, c->where, what);
+		dv_http_log_denied(&c->denied, c->who,
+				   "no Google credentials found: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's %s does not exist, and no GCE metadata server answers at %s (%s)",
+				   DV_GCS_ADC_FILE, c->where, why);
 		return -EACCES;
 	}
-	if (err != -EPROTO)
-		dv_err("tier '%s': token request to %s failed after %u attempt%s: %s",
-		       c->label, shown, attempts, attempts > 1 ? "s" : "",
-		       what);
+	/* -EPROTO: take_token said what was wrong with the answer. */
+	if (err != -EPROTO && err != -ENOMEM)
+		dv_err("%s: %s failed after %u attempt%s: %s", c->who,
+		       call->what, call->attempts,
+		       call->attempts > 1 ? "s" : "", why);
 	return dv_http_final_errno(err);
 }
 
-static int fetch(struct dv_gcs_creds *c)
-{
-	struct dv_http_response resp;
+struct token_call {
+	struct dv_gcs_creds *c;
 	struct dv_http_buf answer;
-	char what[DV_HTTP_DETAIL_MAX + 32], shown[256];
-	unsigned n, delay;
+};
+
+/* One request for a token; a JWT is signed anew for each. */
+static int token_attempt(void *arg, struct dv_http_response *resp)
+{
+	struct token_call *t = arg;
+	time_t now = t->c->now();
 	int ret;
 
-	dv_http_buf_init(&answer, ANSWER_MAX);
-	for (n = 0;; n++) {
-		time_t now = c->now();
+	ret = token_request(t->c, now, &t->answer, resp);
+	return ret ? ret : take_token(t->c, &t->answer, now);
+}
 
-		ret = token_request(c, now, &answer, &resp);
-		if (ret == 0) {
-			ret = take_token(c, &answer, now);
-			break;
-		}
-		if (!dv_http_transient(ret) || n >= c->http->retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_warn("tier '%s': token request to %s: %s (attempt %u of %u), retrying in %u ms",
-			c->label,
-			dv_http_redact(c->token_uri, shown, sizeof(shown)),
-			why(ret, &resp, what, sizeof(what)), n + 1,
-			c->http->retries + 1, delay);
-		dv_http_sleep_ms(delay);
-	}
-	if (ret && ret != -ENOMEM)
-		ret = fetch_failed(c, ret, &resp, n + 1);
-	if (answer.data)
-		OPENSSL_cleanse(answer.data, answer.len);
-	dv_http_buf_release(&answer);
+static void oauth_error(const struct dv_http_response *resp, char *buf,
+			size_t len)
+{
+	dv_json_reason(resp->errbody, strlen(resp->errbody), buf, len);
+}
+
+/* Credential endpoints: no refresh (this is the refresh), no redirects. */
+static const struct dv_http_call_ops token_ops = {
+	.attempt = token_attempt,
+	.error_code = oauth_error,
+};
+
+static int fetch(struct dv_gcs_creds *c)
+{
+	struct token_call t = { .c = c };
+	char what[300], shown[256];
+	/* Quiet: a refusal names the token service and its reason. */
+	struct dv_http_call call = {
+		.http = c->http,
+		.ops = &token_ops,
+		.ctx = &t,
+		.who = c->who,
+		.what = what,
+		.flags = DV_HTTP_CALL_QUIET,
+	};
+	struct dv_http_response resp;
+	int ret;
+
+	snprintf(what, sizeof(what), "token request to %s",
+		 dv_http_redact(c->token_uri, shown, sizeof(shown)));
+	dv_http_buf_init(&t.answer, ANSWER_MAX);
+	ret = dv_http_call_run(&call, &resp);
+	if (ret < 0)
+		ret = fetch_failed(c, &call, &resp);
+	if (t.answer.data)
+		OPENSSL_cleanse(t.answer.data, t.answer.len);
+	dv_http_buf_release(&t.answer);
 	return ret;
 }
 

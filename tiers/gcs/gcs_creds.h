@@ -16,7 +16,8 @@
  *
  * Nothing happens at creation: the source is resolved and the first token
  * fetched on first use, so a mount costs no network. The token is cached
- * and fetched again shortly before it expires; a failure is remembered for
+ * and fetched again shortly before it expires (dv_http_refresh_at(): the
+ * one policy of every credential source); a failure is remembered for
  * DV_GCS_RETRY_AFTER seconds so that a dead token service does not make
  * every read wait, and a still valid token keeps being used meanwhile.
  *
@@ -41,7 +42,6 @@
 	"/computeMetadata/v1/instance/service-accounts/default/token"
 #define DV_GCS_ADC_FILE "application_default_credentials.json"
 #define DV_GCS_JWT_LIFETIME 3600    /* s, as Google's libraries sign */
-#define DV_GCS_REFRESH_MARGIN 300   /* s before expiry; less for short tokens */
 #define DV_GCS_RETRY_AFTER 10       /* s a failure is answered from memory */
 #define DV_GCS_TOKEN_MAX 4096       /* bytes of an access token */
 #define DV_GCS_KEYFILE_MAX (64u << 10)

@@ -10,14 +10,18 @@
 
 #include "gcs.h"
 #include "gcs_creds.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http.h"
 
 #define DV_GCS_META_MAX (64u << 10)   /* an object's JSON metadata */
 #define DV_GCS_SHOWN_MAX 512          /* "gs://bucket/name" in log lines */
+#define DV_GCS_WHO_MAX 256
 
 struct gcs_tier {
 	struct dv_tier base;
 	struct dv_http http;
+	char who[DV_GCS_WHO_MAX];   /* "tier 'name'": the log prefix */
+	struct dv_http_denied denied; /* rate of "access denied" lines */
 	char *api;          /* scheme://host[:port][/path], no trailing '/' */
 	char *bucket;
 	char *bucket_enc;   /* percent-encoded for a URL path */
@@ -50,15 +54,23 @@ typedef int (*dv_gcs_attempt_fn)(struct gcs_tier *g, void *ctx,
 				 struct dv_http_response *resp);
 
 /*
- * Runs @fn with a token until it is done, fails for good or the retries
- * (http.retries, with backoff) are spent; after a 401 the token is
- * fetched again once. @what ("GET gs://b/o") names it in log lines.
- * Failures are logged, except -ENOENT; access denied says so. Returns
- * @fn's result, failures mapped by dv_http_final_errno().
+ * Runs @fn with a token through dv_http_call_run() (call.h): retries what
+ * is transient, fetches the token again once after a 401. @what ("GET
+ * gs://b/o") names it in log lines. Failures are logged, except -ENOENT;
+ * access denied (rate-limited per tier) names the credentials in use. A
+ * token that cannot be had ends the call with gcs_creds.c's error.
+ * Returns @fn's result, failures mapped by dv_http_final_errno().
  */
 int dv_gcs_request(struct gcs_tier *g, const char *what,
 		   dv_gcs_attempt_fn fn, void *ctx,
 		   struct dv_http_response *resp);
+
+/*
+ * The error_code hook of the GCS calls: the attempt's own detail (a 308
+ * that kept nothing), else the reason of a JSON error body.
+ */
+void dv_gcs_error_code(const struct dv_http_response *resp, char *buf,
+		       size_t len);
 
 /* The size of the stored object @hash: 0, -ENOENT, -EACCES or -errno. */
 int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size);

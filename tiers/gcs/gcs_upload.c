@@ -10,7 +10,8 @@
  * much the server kept (Range: bytes=0-N) and the next PUT starts there;
  * after a failure a status query (an empty PUT whose Content-Range is
  * "bytes * / SIZE", without the blanks) asks where to go on, and a
- * session that expired (404, 410) is started over once.
+ * session that expired (404, 410) is started over once. The retries are
+ * the network layer's (tiers/net/call.h): one call per step of progress.
  * A new object is created with ifGenerationMatch=0, so that a racer's
  * finished upload (412) counts as done instead of being overwritten.
  *
@@ -32,7 +33,6 @@
 #include "config/util.h"
 
 #define CONTENT_TYPE "application/x-tar"
-#define SESSION_RESTARTS 1
 
 /* The metadata a finished upload answers with: its size must be ours. */
 static int check_stored(struct gcs_tier *g, const char *shown,
@@ -134,6 +134,7 @@ struct session {
 	bool reported;             /* this answer had a Range header */
 	uint64_t report;           /* its end, exclusive */
 	bool done, existed;
+	bool lost;                 /* a step failed: where the upload is, is unknown */
 	char *chunk;               /* chunk_bytes of the file */
 	unsigned requests;
 	struct dv_http_buf meta;   /* the final answer */
@@ -337,55 +338,73 @@ static int send_next(struct session *s, struct dv_http_response *resp)
 	return ret;
 }
 
-static const char *detail_of(int err, const struct dv_http_response *resp,
-			     char *buf, size_t len)
+/*
+ * One step of the upload, an attempt of dv_http_call_run(): after a
+ * failure, first ask where the upload stands (the server may have kept
+ * the chunk whose answer was lost); then send the next chunk. A step is
+ * done when the server holds more than before it, so the retries are
+ * counted per step and restart with each bit of progress.
+ */
+static int step_attempt(void *arg, struct dv_http_response *resp)
 {
-	if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
-	else if (resp->status)
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
+	struct session *s = arg;
+	uint64_t before = s->persisted;
+	int ret;
+
+	if (s->lost) {
+		ret = put_chunk(s, 0, 0, resp);
+		if (ret)
+			return ret;
+		s->lost = false;
+		if (s->done || s->persisted > before)
+			return 0;
+	}
+	return send_next(s, resp);
 }
 
-/* Sends the file through the open session; retries what is transient. */
+/* Where the upload stands is unknown after a failure: the step asks. */
+static bool step_rewind(void *arg)
+{
+	struct session *s = arg;
+
+	s->lost = true;
+	return false;
+}
+
+/* The session URI authorizes the PUTs: no token, so no refresh. */
+static const struct dv_http_call_ops step_ops = {
+	.attempt = step_attempt,
+	.rewind = step_rewind,
+	.error_code = dv_gcs_error_code,
+};
+
+/*
+ * Sends the file through the open session, one call per step. -ENOENT:
+ * the session is gone (logged at debug level: the caller starts over).
+ */
 static int send_all(struct session *s)
 {
+	char what[DV_GCS_SHOWN_MAX + 64];
+	struct dv_http_call call = {
+		.http = &s->g->http,
+		.ops = &step_ops,
+		.ctx = s,
+		.who = s->g->who,
+		.what = what,
+		.enoent_level = DV_LOG_DEBUG,
+		.denied = &s->g->denied,
+	};
 	struct dv_http_response resp;
-	char why[DV_HTTP_DETAIL_MAX + 32];
-	unsigned failures = 0, delay;
-	bool lost = false;         /* where the upload is, is unknown */
 	int ret = 0;
 
 	s->persisted = 0;
 	s->done = false;
-	while (!s->done) {
-		uint64_t before = s->persisted;
-
-		ret = lost ? put_chunk(s, 0, 0, &resp) : send_next(s, &resp);
-		if (ret == 0) {
-			lost = false;
-			if (s->persisted > before)
-				failures = 0;
-			continue;
-		}
-		if (ret == -ENOENT || !dv_http_transient(ret) ||
-		    failures >= s->g->http.retries)
-			break;
-		delay = dv_http_backoff_ms(failures++);
-		dv_warn("tier '%s': upload of %s at byte %" PRIu64
-			": %s (attempt %u of %u), retrying in %u ms",
-			s->g->base.name, s->shown, s->persisted,
-			detail_of(ret, &resp, why, sizeof(why)), failures,
-			s->g->http.retries + 1, delay);
-		dv_http_sleep_ms(delay);
-		lost = true;
+	s->lost = false;
+	while (!s->done && ret == 0) {
+		snprintf(what, sizeof(what), "upload of %s at byte %" PRIu64,
+			 s->shown, s->persisted);
+		ret = dv_http_call_run(&call, &resp);
 	}
-	if (ret && ret != -ENOENT)
-		dv_warn("tier '%s': upload of %s failed at byte %" PRIu64 ": %s",
-			s->g->base.name, s->shown, s->persisted,
-			detail_of(ret, &resp, why, sizeof(why)));
 	if (ret == 0 && !s->existed)
 		ret = check_stored(s->g, s->shown, &s->meta, s->size);
 	return ret;
@@ -400,13 +419,30 @@ static void session_release(struct session *s)
 	dv_http_buf_release(&s->meta);
 }
 
+/*
+ * Opens a session and sends the file through it. -ENOENT only when the
+ * session expired on the way (a bucket that is missing is -EIO).
+ */
+static int session_run(struct session *s, const char *what)
+{
+	struct dv_http_response resp;
+	int ret;
+
+	ret = dv_gcs_request(s->g, what, start_attempt, s, &resp);
+	s->requests++;
+	if (ret == -ENOENT)
+		return -EIO;
+	if (ret || s->existed)
+		return ret;
+	return send_all(s);
+}
+
 /* As media_upload, in chunks; *@requests counts the HTTP requests. */
 static int resumable_upload(struct gcs_tier *g, const char *name_enc, int fd,
 			    uint64_t size, bool if_absent, const char *shown,
 			    unsigned *requests)
 {
 	struct session s = { .g = g, .shown = shown, .fd = fd, .size = size };
-	struct dv_http_response resp;
 	char what[DV_GCS_SHOWN_MAX + 32], *url;
 	int ret = -ENOMEM;
 
@@ -420,16 +456,12 @@ static int resumable_upload(struct gcs_tier *g, const char *name_enc, int fd,
 	if (!s.chunk)
 		goto out;
 	snprintf(what, sizeof(what), "resumable upload of %s", shown);
-	for (int restart = 0;; restart++) {
-		ret = dv_gcs_request(g, what, start_attempt, &s, &resp);
-		s.requests++;
-		if (ret || s.existed)
-			break;
-		ret = send_all(&s);
-		if (ret != -ENOENT || restart >= SESSION_RESTARTS)
-			break;
-		dv_warn("tier '%s': %s: the upload session expired, starting over",
-			g->base.name, what);
+	ret = session_run(&s, what);
+	/* Sessions live about a week: one that expired is started over once. */
+	if (ret == -ENOENT) {
+		dv_warn("%s: %s: the upload session expired, starting over",
+			g->who, what);
+		ret = session_run(&s, what);
 	}
 	if (ret == -ENOENT)
 		ret = -EIO;
