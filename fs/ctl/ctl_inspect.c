@@ -102,8 +102,8 @@ static void print_settings(const struct dv_config *cfg)
 	printf("  manifest_ttl:   %u s\n", cfg->manifest_ttl);
 	printf("  metrics:        %s\n", cfg->metrics ? cfg->metrics : "off (-o metrics turns it on)");
 	printf("  dollars_per_gb: %.4f\n", cfg->dollars_per_gb);
-	printf("  state_dir:      %s\n", cfg->state_dir ? cfg->state_dir :
-	       dv_ctl_default_state_base(base, sizeof(base)));
+	printf("  state_dir:      %s\n",
+	       dv_config_manifest_base(cfg, base, sizeof(base)));
 	printf("  http:           connect_timeout %u s, low_speed %u B/s for %u s, %u retries\n",
 	       cfg->http.connect_timeout, cfg->http.low_speed_limit,
 	       cfg->http.low_speed_time, cfg->http.retries);
