@@ -579,8 +579,8 @@ static void azure_describe(struct dv_tier *t, struct dv_tier_desc *d)
 {
 	struct azure_tier *a = dv_azure_downcast(t);
 
-	snprintf(d->where, sizeof(d->where), "%s/%s", a->base_url,
-		 a->blob_prefix);
+	snprintf(d->where, sizeof(d->where), "%s%s%s", a->base_url,
+		 a->blob_prefix[0] ? "/" : "", a->blob_prefix);
 	d->capacity = t->max_bytes;
 	d->note = "remote: never evicts (R9)";
 }
