@@ -13,11 +13,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config_impl.h"
 #include "util.h"
@@ -333,4 +335,32 @@ int dv_config_lookup_verify_mode(const char *s, enum dv_verify_mode *out)
 		}
 	}
 	return -EINVAL;
+}
+
+const char *dv_config_default_state_dir(char *buf, size_t len)
+{
+	char *home = NULL;
+
+	if (geteuid() == 0) {
+		snprintf(buf, len, "/var/cache/datavo");
+	} else if (dv_expand_path("~/.cache/altavo/datavo", &home) == 0) {
+		snprintf(buf, len, "%s", home);
+		free(home);
+	} else {
+		snprintf(buf, len, "/tmp/datavo");
+	}
+	return buf;
+}
+
+const char *dv_config_manifest_base(const struct dv_config *cfg, char *buf,
+				    size_t len)
+{
+	char base[PATH_MAX];
+
+	if (cfg->state_dir)
+		snprintf(buf, len, "%s", cfg->state_dir);
+	else
+		snprintf(buf, len, "%s/manifests",
+			 dv_config_default_state_dir(base, sizeof(base)));
+	return buf;
 }

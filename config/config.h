@@ -130,6 +130,22 @@ const char *dv_tier_type_name(enum dv_tier_type type);
 const char *dv_config_source_name(enum dv_config_source source);
 const char *dv_verify_mode_name(enum dv_verify_mode mode);
 
+/*
+ * The state directory when the config sets no state_dir: /var/cache/datavo
+ * for root, else ~/.cache/altavo/datavo, else /tmp/datavo. Written into
+ * @buf, which is returned. The one place this policy lives: the daemon,
+ * its stripe tiers and datavoctl all ask here.
+ */
+const char *dv_config_default_state_dir(char *buf, size_t len);
+
+/*
+ * Where the daemon caches manifests (one subdirectory per origin): the
+ * config's state_dir, else <the default state directory>/manifests.
+ * Written into @buf, which is returned.
+ */
+const char *dv_config_manifest_base(const struct dv_config *cfg, char *buf,
+				    size_t len);
+
 /* Folder and ram tiers hold plain files (R6 counts these). */
 bool dv_tier_type_is_folder(enum dv_tier_type type);
 

@@ -466,13 +466,9 @@ static void dv_statfs(fuse_req_t req, fuse_ino_t ino)
 /* The first tier holding the shard now, without fetching anything. */
 static const char *tier_holding(struct dv_fs *fs, const struct dv_ns_entry *e)
 {
-	for (size_t i = 0; i < dv_hierarchy_ntiers(fs->hier); i++) {
-		struct dv_tier *t = dv_hierarchy_tier(fs->hier, i);
+	ssize_t i = dv_hierarchy_holder(fs->hier, e->hash, e->size);
 
-		if (t->ops->lookup(t, e->hash, e->size) == 0)
-			return t->name;
-	}
-	return "";
+	return i < 0 ? "" : dv_hierarchy_tier(fs->hier, (size_t)i)->name;
 }
 
 static void reply_xattr_value(fuse_req_t req, const char *val, size_t size)

@@ -189,22 +189,12 @@ static const char *pick_origin(struct cli *cli, struct dv_config *cfg)
 /* Manifests of each origin are cached apart, under the state directory. */
 static char *state_dir_for(const struct dv_config *cfg, const char *origin)
 {
-	const char *base = cfg->state_dir;
-	char *fallback = NULL, *out = NULL;
+	char base[PATH_MAX], *out = NULL;
 
-	if (!base) {
-		if (geteuid() == 0)
-			base = "/var/cache/datavo/manifests";
-		else if (dv_expand_path("~/.cache/altavo/datavo/manifests",
-					&fallback) == 0)
-			base = fallback;
-		else
-			base = "/tmp/datavo-manifests";
-	}
-	if (asprintf(&out, "%s/%016llx", base,
+	if (asprintf(&out, "%s/%016llx",
+		     dv_config_manifest_base(cfg, base, sizeof(base)),
 		     (unsigned long long)XXH3_64bits(origin, strlen(origin))) < 0)
 		out = NULL;
-	free(fallback);
 	return out;
 }
 

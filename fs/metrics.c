@@ -294,8 +294,7 @@ char *dv_metrics_text(struct dv_fs *fs, size_t *len)
 	for (size_t i = 0; i < n; i++) {
 		struct dv_tier *tier = dv_hierarchy_tier(fs->hier, i);
 
-		if (tier->ops->usage)
-			tier->ops->usage(tier, &usage[i]);
+		dv_tier_usage(tier, &usage[i]);
 	}
 	dv_status_snapshot(fs, &s);
 	global_metrics(&t, fs, &s);

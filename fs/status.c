@@ -38,8 +38,7 @@ static void put_tier(struct dv_text *o, struct dv_tier *t, bool last)
 {
 	struct dv_tier_usage u = { 0 };
 
-	if (t->ops->usage)
-		t->ops->usage(t, &u);
+	dv_tier_usage(t, &u);
 	dv_text_printf(o, "    {\"name\": ");
 	dv_text_json_str(o, t->name);
 	dv_text_printf(o, ", \"type\": ");

@@ -23,21 +23,6 @@
 
 #define WIPE_BYTES (1u << 20) /* head and tail zeroed at format */
 
-const char *dv_stripe_default_state_base(char *buf, size_t len)
-{
-	char *home = NULL;
-
-	if (geteuid() == 0) {
-		snprintf(buf, len, "/var/cache/datavo");
-	} else if (dv_expand_path("~/.cache/altavo/datavo", &home) == 0) {
-		snprintf(buf, len, "%s", home);
-		free(home);
-	} else {
-		snprintf(buf, len, "/tmp/datavo");
-	}
-	return buf;
-}
-
 /* ---- devices ---- */
 
 struct devinfo {

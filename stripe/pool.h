@@ -55,7 +55,4 @@ int dv_stripe_pool_open(struct dv_stripe_pool *p, char *const *paths, size_t n,
 /* Closes the devices. The index is the caller's to close. */
 void dv_stripe_pool_close(struct dv_stripe_pool *p);
 
-/* Where state goes when the config sets no state_dir. */
-const char *dv_stripe_default_state_base(char *buf, size_t len);
-
 #endif

@@ -95,9 +95,7 @@ struct stripe_handle {
 
 static struct stripe_tier *stripe_downcast(struct dv_tier *t)
 {
-	if (t->ops != &dv_tier_stripe_ops)
-		abort();
-	return (struct stripe_tier *)t;
+	return dv_tier_downcast(t, &dv_tier_stripe_ops);
 }
 
 static struct dv_stripe_entry *entry_of(struct dv_lfu_node *n)
@@ -687,6 +685,69 @@ static int stripe_usage(struct dv_tier *t, struct dv_tier_usage *u)
 	return 0;
 }
 
+/* A snapshot taken under the lock, reported without it: @fn may call us. */
+static int stripe_scan(struct dv_tier *t, dv_tier_scan_fn fn, void *arg)
+{
+	struct stripe_tier *st = stripe_downcast(t);
+	struct dv_stripe_entry **v = NULL;
+	struct dv_tier_entry *e = NULL;
+	size_t n = 0;
+	int ret;
+
+	if (!st->opened)
+		return -ENOTSUP; /* the index is the daemon's (see tier.h) */
+	pthread_mutex_lock(&st->lock);
+	ret = dv_stripe_index_list(&st->ix, &v, &n);
+	if (ret == 0 && n) {
+		e = calloc(n, sizeof(*e));
+		ret = e ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		memcpy(e[i].hash, v[i]->hash, sizeof(e[i].hash));
+		e[i].size = v[i]->size;
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(v);
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		ret = fn(arg, &e[i]);
+	free(e);
+	return ret;
+}
+
+/* Its devices and, for each, what discovery thinks of it (read-only). */
+static void stripe_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	struct stripe_tier *st = stripe_downcast(t);
+	struct dv_tier_config tc = {
+		.name = t->name, .devices = st->devices,
+		.devices_auto = !st->devices, .chunk_bytes = st->chunk_bytes,
+		.format = st->format,
+	};
+	struct dv_stripe_device *dev = NULL;
+	size_t n = 0;
+	char size[32];
+	int ret;
+
+	snprintf(d->where, sizeof(d->where), "devices: %s",
+		 st->devices ? "listed" : "auto");
+	d->capacity = t->max_bytes;
+	d->note = "use shown by datavoctl status";
+	ret = dv_stripe_discover(&tc, &dev, &n);
+	if (ret) {
+		dv_tier_desc_line(d, DV_DESC_WARNING,
+				  "tier '%s': device discovery failed: %s",
+				  t->name, strerror(-ret));
+		return;
+	}
+	for (size_t k = 0; k < n; k++)
+		dv_tier_desc_line(d, DV_DESC_DETAIL, "%-8s %-24s %10s  %s",
+				  dev[k].accepted ? "accepted" : "refused",
+				  dev[k].path,
+				  dv_format_bytes(dev[k].bytes, size, sizeof(size)),
+				  dev[k].accepted ? dev[k].what : dev[k].reason);
+	free(dev);
+}
+
 const struct dv_tier_ops dv_tier_stripe_ops = {
 	.type = "stripe",
 	.caps = DV_TIER_EVICTS,
@@ -699,6 +760,8 @@ const struct dv_tier_ops dv_tier_stripe_ops = {
 	.install = stripe_install,
 	.remove = stripe_remove,
 	.usage = stripe_usage,
+	.scan = stripe_scan,
+	.describe = stripe_describe,
 };
 
 static int copy_devices(struct stripe_tier *st, char *const *devices)
@@ -754,7 +817,7 @@ int dv_stripe_tier_new(const struct dv_tier_config *tc,
 		return ret;
 	}
 	st->state_base = strdup(cfg && cfg->state_dir ? cfg->state_dir :
-			 dv_stripe_default_state_base(base, sizeof(base)));
+			 dv_config_default_state_dir(base, sizeof(base)));
 	if (ret || !st->state_base || st->chunk_bytes % DV_STRIPE_ALIGN) {
 		ret = ret ? ret : st->state_base ? -EINVAL : -ENOMEM;
 		snprintf(err, errlen, "tier '%s': %s", st->base.name,

@@ -32,9 +32,6 @@ int dv_ctl_bench(int argc, char **argv);
 int dv_ctl_load_config(const char *cmd, const char *path,
 		       struct dv_config **out);
 
-/* The manifest cache the daemon uses for @cfg when no state_dir is given. */
-const char *dv_ctl_default_state_base(char *buf, size_t len);
-
 /* Seconds on a monotonic clock. */
 double dv_ctl_now(void);
 

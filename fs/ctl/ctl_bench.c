@@ -77,8 +77,8 @@ static ssize_t read_at(struct bench_obj *b, void *buf, size_t len, uint64_t off)
 		ssize_t n = b->obj.fd >= 0 ?
 				    pread(b->obj.fd, (char *)buf + got, len - got,
 					  (off_t)(off + got)) :
-				    b->t->ops->read(b->t, &b->obj, (char *)buf + got,
-						    len - got, off + got);
+				    dv_tier_read(b->t, &b->obj, (char *)buf + got,
+						 len - got, off + got);
 
 		if (n < 0 && b->obj.fd >= 0 && errno == EINTR)
 			continue;
@@ -209,7 +209,7 @@ static int bench_folder(struct bench_obj *b, unsigned jobs, unsigned iters)
 	double wr;
 	int ret;
 
-	ret = b->t->ops->stage_open(b->t, "0000000000000000000000000000bench", &st);
+	ret = dv_tier_stage_open(b->t, "0000000000000000000000000000bench", &st);
 	if (ret)
 		return ret;
 	ret = write_object(b, st.fd, &wr);
@@ -219,7 +219,7 @@ static int bench_folder(struct bench_obj *b, unsigned jobs, unsigned iters)
 		b->obj.fd = st.fd;
 		ret = bench_passes(b, jobs, iters);
 	}
-	b->t->ops->stage_discard(b->t, &st);
+	dv_tier_stage_discard(b->t, &st);
 	return ret;
 }
 
@@ -240,23 +240,21 @@ static int bench_installed(struct bench_obj *b, unsigned jobs, unsigned iters)
 	unlink(tmpl);
 	ret = write_object(b, fd, &wr);
 	if (ret == 0)
-		ret = b->t->ops->install(b->t, hash, fd, NULL, b->size, 0);
+		ret = dv_tier_install(b->t, hash, fd, NULL, b->size, 0);
 	close(fd);
 	if (ret)
 		return ret;
 	memset(&b->obj, 0, sizeof(b->obj));
 	b->obj.fd = -1;
 	snprintf(b->obj.hash, sizeof(b->obj.hash), "%s", hash);
-	ret = b->t->ops->open_object(b->t, hash, b->size, &b->obj);
+	ret = dv_tier_open_object(b->t, hash, b->size, &b->obj);
 	if (ret == 0) {
 		printf("  install: %s/s\n", dv_format_bytes((uint64_t)wr, rate, sizeof(rate)));
 		b->obj.tier = b->t;
 		ret = bench_passes(b, jobs, iters);
-		if (b->t->ops->close_object)
-			b->t->ops->close_object(b->t, &b->obj);
+		dv_tier_close_object(b->t, &b->obj);
 	}
-	if (b->t->ops->remove)
-		b->t->ops->remove(b->t, hash);
+	dv_tier_remove(b->t, hash);
 	return ret;
 }
 
@@ -264,23 +262,25 @@ static int bench_tier(const struct dv_tier_config *tc, const struct dv_config *c
 		      uint64_t size, unsigned jobs, unsigned iters)
 {
 	struct bench_obj b = { .size = size };
+	struct dv_tier_desc d = { 0 };
 	char err[512];
 	int ret;
 
-	if (tc->type == DV_TIER_TYPE_S3 || tc->type == DV_TIER_TYPE_GCS ||
-	    tc->type == DV_TIER_TYPE_AZURE_BLOB) {
-		printf("tier '%s' (%s): skipped, a remote tier\n", tc->name,
-		       dv_tier_type_name(tc->type));
-		return 0;
-	}
 	ret = dv_tier_new(tc, cfg, &b.t, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "datavoctl bench: %s\n", err);
 		return ret;
 	}
-	printf("tier '%s' (%s%s%s):\n", tc->name, dv_tier_type_name(tc->type),
-	       tc->path ? ", " : "", tc->path ? tc->path : "");
-	ret = b.t->ops->open ? b.t->ops->open(b.t) : 0;
+	if (dv_tier_has(b.t, DV_TIER_REMOTE)) {
+		printf("tier '%s' (%s): skipped, a remote tier\n", tc->name,
+		       dv_tier_type_name(tc->type));
+		dv_tier_free(b.t);
+		return 0;
+	}
+	dv_tier_describe(b.t, &d);
+	printf("tier '%s' (%s, %s):\n", tc->name, dv_tier_type_name(tc->type),
+	       d.where);
+	ret = dv_tier_open(b.t);
 	b.nchunks = (size_t)((size + CHUNK - 1) / CHUNK);
 	b.digest = calloc(b.nchunks, sizeof(*b.digest));
 	b.obj.fd = -1;
@@ -288,10 +288,12 @@ static int bench_tier(const struct dv_tier_config *tc, const struct dv_config *c
 		ret = -ENOMEM;
 	if (ret == 0 && dv_tier_is_folder(b.t))
 		ret = bench_folder(&b, jobs, iters);
-	else if (ret == 0 && b.t->ops->open_object && b.t->ops->install)
-		ret = bench_installed(&b, jobs, iters);
 	else if (ret == 0)
+		ret = bench_installed(&b, jobs, iters);
+	if (ret == -ENOTSUP) {
 		printf("  skipped: the tier cannot hold a test object\n");
+		ret = 0;
+	}
 	if (ret && ret != -EBADMSG)
 		fprintf(stderr, "datavoctl bench: tier '%s': %s\n", tc->name, strerror(-ret));
 	free(b.digest);

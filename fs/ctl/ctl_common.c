@@ -20,22 +20,6 @@ int dv_ctl_load_config(const char *cmd, const char *path,
 	return ret;
 }
 
-/* Must match state_dir_for() in main.c: the daemon's default. */
-const char *dv_ctl_default_state_base(char *buf, size_t len)
-{
-	char *home = NULL;
-
-	if (geteuid() == 0) {
-		snprintf(buf, len, "/var/cache/datavo/manifests");
-	} else if (dv_expand_path("~/.cache/altavo/datavo/manifests", &home) == 0) {
-		snprintf(buf, len, "%s", home);
-		free(home);
-	} else {
-		snprintf(buf, len, "/tmp/datavo-manifests");
-	}
-	return buf;
-}
-
 double dv_ctl_now(void)
 {
 	struct timespec ts;

@@ -2,35 +2,24 @@
  * datavoctl inspect [-c CONFIG]: which configuration the daemon would use
  * and why (R10), what it says, each tier with its capacity, use and free
  * space, and warnings an operator should act on. Read-only: it creates no
- * directory and contacts no server.
+ * directory and contacts no server. What a tier is and holds, each tier
+ * says itself (dv_tier_describe): nothing here knows a backend's storage.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 #include "config/util.h"
-#include "stripe/discovery.h"
+#include "tiers/core/tier.h"
 #include "ctl.h"
 
 /* The search of dv_config_resolve() (config.h, R10). */
 #define SYSTEM_CONFIG "/etc/datavo/shards.yaml"
 #define USER_CONFIG "~/.config/datavo/shards.yaml"
-
-struct usage {
-	bool exists;
-	uint64_t used, objects;
-	uint64_t fs_free, fs_size;   /* of the directory or its nearest parent */
-};
 
 static unsigned nwarnings;
 
@@ -102,75 +91,51 @@ static void print_settings(const struct dv_config *cfg)
 	printf("  manifest_ttl:   %u s\n", cfg->manifest_ttl);
 	printf("  metrics:        %s\n", cfg->metrics ? cfg->metrics : "off (-o metrics turns it on)");
 	printf("  dollars_per_gb: %.4f\n", cfg->dollars_per_gb);
-	printf("  state_dir:      %s\n", cfg->state_dir ? cfg->state_dir :
-	       dv_ctl_default_state_base(base, sizeof(base)));
+	printf("  state_dir:      %s\n",
+	       dv_config_manifest_base(cfg, base, sizeof(base)));
 	printf("  http:           connect_timeout %u s, low_speed %u B/s for %u s, %u retries\n",
 	       cfg->http.connect_timeout, cfg->http.low_speed_limit,
 	       cfg->http.low_speed_time, cfg->http.retries);
 }
 
-/* Free space of @path, or of its nearest existing parent. */
-static void fs_space(const char *path, struct usage *u)
+/* A tier's lines, kept to print under its row. */
+#define MAX_LINES 1024
+
+struct lines {
+	char *text[MAX_LINES];
+	enum dv_desc_line kind[MAX_LINES];
+	size_t n;
+};
+
+static void keep_line(void *arg, enum dv_desc_line kind, const char *text)
 {
-	char buf[4096];
-	struct statvfs sv;
+	struct lines *l = arg;
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (;;) {
-		char *slash;
-
-		if (statvfs(buf, &sv) == 0) {
-			u->fs_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-			u->fs_size = (uint64_t)sv.f_blocks * sv.f_frsize;
-			return;
-		}
-		slash = strrchr(buf, '/');
-		if (!slash || slash == buf)
-			return;
-		*slash = '\0';
-	}
-}
-
-static void folder_usage(const char *dir, struct usage *u)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	memset(u, 0, sizeof(*u));
-	fs_space(dir, u);
-	if (!d)
+	if (l->n == MAX_LINES)
 		return;
-	u->exists = true;
-	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-		struct stat st;
-
-		if (len < 5 || strcmp(de->d_name + len - 4, ".tar") ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		u->used += (uint64_t)st.st_size;
-		u->objects++;
-	}
-	closedir(d);
+	l->text[l->n] = strdup(text);
+	l->kind[l->n] = kind;
+	if (l->text[l->n])
+		l->n++;
 }
 
-static void tier_warnings(const struct dv_config *cfg, size_t i,
-			  const struct usage *u, const char *dir)
+/* Details indented under the row, warnings as every other warning. */
+static void print_lines(struct lines *l)
+{
+	for (size_t k = 0; k < l->n; k++) {
+		if (l->kind[k] == DV_DESC_WARNING)
+			warn("%s", l->text[k]);
+		else
+			printf("      %s\n", l->text[k]);
+		free(l->text[k]);
+	}
+	l->n = 0;
+}
+
+static void same_directory_warnings(const struct dv_config *cfg, size_t i)
 {
 	const struct dv_tier_config *tc = &cfg->tiers[i];
-	char a[32], b[32];
-	struct statfs sf;
 
-	if (tc->max_bytes && u->fs_size && tc->max_bytes > u->fs_free + u->used)
-		warn("tier '%s': max_bytes %s but its filesystem has %s free: it fills the disk first",
-		     tc->name, dv_format_bytes(tc->max_bytes, a, sizeof(a)),
-		     dv_format_bytes(u->fs_free, b, sizeof(b)));
-	if (u->exists && access(dir, W_OK) != 0)
-		warn("tier '%s': %s is not writable by this user", tc->name, dir);
-	if (tc->type == DV_TIER_TYPE_RAM && u->exists && statfs(dir, &sf) == 0 &&
-	    sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC)
-		warn("tier '%s': type ram but %s is not on tmpfs", tc->name, dir);
 	for (size_t j = 0; j < i; j++) {
 		const struct dv_tier_config *o = &cfg->tiers[j];
 
@@ -180,59 +145,36 @@ static void tier_warnings(const struct dv_config *cfg, size_t i,
 	}
 }
 
-/* The devices discovery accepts and refuses for a stripe tier, and why. */
-static void print_stripe_devices(const struct dv_tier_config *tc)
-{
-	struct dv_stripe_device *d = NULL;
-	char size[32];
-	size_t n = 0;
-	int ret = dv_stripe_discover(tc, &d, &n);
-
-	if (ret) {
-		warn("tier '%s': device discovery failed: %s", tc->name,
-		     strerror(-ret));
-		return;
-	}
-	for (size_t k = 0; k < n; k++)
-		printf("      %-8s %-24s %10s  %s\n",
-		       d[k].accepted ? "accepted" : "refused", d[k].path,
-		       dv_format_bytes(d[k].bytes, size, sizeof(size)),
-		       d[k].accepted ? d[k].what : d[k].reason);
-	free(d);
-}
-
 static void print_tier(const struct dv_config *cfg, size_t i)
 {
 	const struct dv_tier_config *tc = &cfg->tiers[i];
-	char cap[32], used[32], fr[32];
-	const char *where = tc->path;
-	struct usage u = { 0 };
+	static struct lines lines;
+	struct dv_tier_desc d = { .line = keep_line, .arg = &lines };
+	char cap[32], used[32], fr[32], err[512];
+	struct dv_tier *t;
 
-	if (tc->type == DV_TIER_TYPE_RAM && !where)
-		where = DV_DEFAULT_RAM_PATH;
-	dv_format_bytes(tc->max_bytes, cap, sizeof(cap));
-	if (!dv_tier_type_is_folder(tc->type)) {
-		const char *w = tc->bucket ? tc->bucket : tc->container_url;
-
-		if (tc->type == DV_TIER_TYPE_STRIPE)
-			w = tc->devices_auto ? "devices: auto" : "devices: listed";
-		printf("  %-16s %-10s %-36s %12s   (%s)\n", tc->name,
-		       dv_tier_type_name(tc->type), w ? w : "-",
-		       tc->max_bytes ? cap : "unbounded",
-		       tc->type == DV_TIER_TYPE_STRIPE ? "use shown by datavoctl status"
-						       : "remote: never evicts (R9)");
-		if (tc->type == DV_TIER_TYPE_STRIPE)
-			print_stripe_devices(tc);
+	if (dv_tier_new(tc, cfg, &t, err, sizeof(err))) {
+		printf("  %-16s %-10s\n", tc->name, dv_tier_type_name(tc->type));
+		warn("%s", err);
 		return;
 	}
-	folder_usage(where, &u);
-	printf("  %-16s %-10s %-36s %12s %12s %8" PRIu64 " %12s%s\n", tc->name,
-	       dv_tier_type_name(tc->type), where,
-	       tc->max_bytes ? cap : "unbounded",
-	       dv_format_bytes(u.used, used, sizeof(used)), u.objects,
-	       dv_format_bytes(u.fs_free, fr, sizeof(fr)),
-	       u.exists ? "" : "  (created on first use)");
-	tier_warnings(cfg, i, &u, where);
+	dv_tier_describe(t, &d);
+	dv_format_bytes(d.capacity, cap, sizeof(cap));
+	if (d.has_usage)
+		printf("  %-16s %-10s %-36s %12s %12s %8" PRIu64 " %12s%s\n", tc->name,
+		       dv_tier_type_name(tc->type), d.where,
+		       d.capacity ? cap : "unbounded",
+		       dv_format_bytes(d.usage.used_bytes, used, sizeof(used)),
+		       d.usage.objects,
+		       dv_format_bytes(d.usage.fs_free, fr, sizeof(fr)),
+		       d.exists ? "" : "  (created on first use)");
+	else
+		printf("  %-16s %-10s %-36s %12s   (%s)\n", tc->name,
+		       dv_tier_type_name(tc->type), d.where,
+		       d.capacity ? cap : "unbounded", d.note ? d.note : "-");
+	print_lines(&lines);
+	same_directory_warnings(cfg, i);
+	dv_tier_free(t);
 }
 
 static bool has_secret(const struct dv_config *cfg)

@@ -1,48 +1,37 @@
 /*
  * datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]
  *
- * Scrubs the folder and ram tiers of the config (B3). What is known about a
- * shard comes from the manifests the daemons cached on disk (ns_cache.c:
- * STATE/<origin key>/origin/<dataset>/manifest.json and revisions/N.json,
- * each behind a one-line "datavo-cache/1 ETAG" header): every cached
- * manifest of every origin under the state directory, so one run covers
- * every mount that shares the tiers, mounted or not.
+ * Scrubs the tiers of the config that can list their objects from outside
+ * the daemon: folder and ram tiers (B3). What is known about a shard comes
+ * from the manifests the daemons cached on disk: every cached manifest of
+ * every origin under the state directory, so one run covers every mount
+ * that shares the tiers, mounted or not.
  *
- * Findings: a <hash>.tar whose size differs from the manifest's (truncated
- * or oversized) or whose sha256 does not match (corrupt); a staging file or
- * lock nobody holds (stale, B4). --fix removes them: a tier file under its
- * per-hash lock (R7), after checking it is still the file that was hashed,
- * so a racing daemon's fresh install is never removed. A file no cached
+ * Findings: an object whose size differs from the manifest's (truncated or
+ * oversized) or whose sha256 does not match (corrupt); a staging file or
+ * lock nobody holds (stale, B4). --fix removes them: an object under its
+ * per-hash lock (R7), after checking again that it is still bad, so a
+ * racing daemon's fresh install is never removed. An object no cached
  * manifest names is reported as unknown and left alone: it may belong to an
  * origin whose manifests are cached elsewhere.
  *
  * Exit status: 0 nothing found, 1 findings (removed or not), 2 usage.
+ *
+ * It speaks to the tiers only through their interface (tier.h): scan for
+ * what a tier holds, check for its bytes, sweep for leftovers; and to the
+ * manifest cache only through the namespace (dv_ns_cached_manifests).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "config/util.h"
-#include "tiers/core/digest.h"
-#include "tiers/folder/folder.h"
-#include "tiers/origin/origin.h"
-#include "tiers/core/sink.h"
 #include "tiers/core/tier.h"
 #include "ctl.h"
 #include "fs/namespace/manifest.h"
-
-#define CACHE_MAGIC "datavo-cache/1 "
-#define MAX_DEPTH 16
-/* A staging file younger than this may be between create and flock. */
-#define STALE_AGE_S 10
+#include "fs/namespace/namespace.h"
 
 struct known {
 	char hash[65];
@@ -87,73 +76,19 @@ static int add_known(struct verify *vf, const struct dv_manifest *m,
 	return 0;
 }
 
-static int load_manifest(struct verify *vf, const char *path)
+static int load_manifest(void *arg, const char *path,
+			 const struct dv_manifest *m, const char *why)
 {
-	struct dv_manifest *m = NULL;
-	char *text = NULL, *body, err[512];
-	size_t len;
-	int ret = dv_doc_read(path, DV_DOC_MAX + 4096, &text, &len, NULL);
+	struct verify *vf = arg;
+	int ret = 0;
 
-	if (ret)
-		return ret == -ENOMEM ? ret : 0;
-	body = text;
-	if (strncmp(text, CACHE_MAGIC, strlen(CACHE_MAGIC)) == 0) {
-		char *nl = memchr(text, '\n', len);
-
-		if (!nl)
-			goto out;
-		body = nl + 1;
-	}
-	if (dv_manifest_parse(body, len - (size_t)(body - text), NULL, &m, err,
-			      sizeof(err))) {
-		fprintf(stderr, "verify: ignoring %s: %s\n", path, err);
-		goto out;
+	if (!m) {
+		fprintf(stderr, "verify: ignoring %s: %s\n", path, why);
+		return 0;
 	}
 	vf->manifests++;
 	for (size_t i = 0; i < m->nshards && ret == 0; i++)
 		ret = add_known(vf, m, &m->shards[i]);
-out:
-	dv_manifest_free(m);
-	free(text);
-	return ret;
-}
-
-static bool is_manifest_name(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-
-	if (strcmp(name, "manifest.json") == 0)
-		return true;
-	/* revisions/<N>.json */
-	return dl >= 10 && strcmp(dir + dl - 10, "/revisions") == 0 && nl > 5 &&
-	       strcmp(name + nl - 5, ".json") == 0;
-}
-
-static int walk_state(struct verify *vf, const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int ret = 0;
-
-	if (!d)
-		return 0;
-	while (ret == 0 && (de = readdir(d)) != NULL) {
-		char *p;
-		struct stat st;
-
-		if (de->d_name[0] == '.')
-			continue;
-		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < MAX_DEPTH)
-			ret = walk_state(vf, p, depth + 1);
-		else if (S_ISREG(st.st_mode) && is_manifest_name(dir, de->d_name))
-			ret = load_manifest(vf, p);
-		free(p);
-	}
-	closedir(d);
 	return ret;
 }
 
@@ -174,40 +109,26 @@ static const struct known *find_known(const struct verify *vf,
 	return bsearch(&key, vf->v, vf->n, sizeof(*vf->v), by_hash);
 }
 
-/* ---- tier files ---- */
-
-static bool tar_hash_name(const char *name, char *hash)
-{
-	size_t len = strlen(name);
-
-	if (len < 5 || len - 4 > 64 || strcmp(name + len - 4, ".tar") != 0)
-		return false;
-	memcpy(hash, name, len - 4);
-	hash[len - 4] = '\0';
-	return dv_valid_hash(hash);
-}
+/* ---- tier objects ---- */
 
 /*
- * Removes @hash from @t under its lock if it is still the file (@dev,
- * @ino) that was checked. 0 or -errno.
+ * Removes @hash from @t under its lock, if it is still bad: a daemon may
+ * have replaced it with a good copy since it was checked, and that one
+ * stays. 0, -EAGAIN (replaced meanwhile) or -errno.
  */
-static int remove_checked(struct dv_tier *t, const char *dir, const char *hash,
-			  dev_t dev, ino_t ino)
+static int remove_checked(struct dv_tier *t, const struct known *k,
+			  bool size_bad)
 {
-	char path[4096];
-	struct stat st;
-	int lock_fd = t->ops->lock ? t->ops->lock(t, hash) : -ENOTSUP;
-	int ret;
+	int lock_fd = dv_tier_lock(t, k->hash);
+	int ret = size_bad ? dv_tier_lookup(t, k->hash, k->size) :
+			     dv_tier_check(t, k->hash, k->size, k->sha256);
 
-	snprintf(path, sizeof(path), "%s/%s.tar", dir, hash);
-	if (stat(path, &st))
-		ret = -errno;
-	else if (st.st_dev != dev || st.st_ino != ino)
-		ret = -EAGAIN; /* replaced meanwhile: not ours to remove */
-	else
-		ret = t->ops->remove(t, hash);
+	if (ret == -EBADMSG)
+		ret = dv_tier_remove(t, k->hash);
+	else if (ret == 0)
+		ret = -EAGAIN;
 	if (lock_fd >= 0)
-		t->ops->unlock(t, hash, lock_fd);
+		dv_tier_unlock(t, k->hash, lock_fd);
 	return ret;
 }
 
@@ -226,125 +147,102 @@ static void finding(struct verify *vf, const char *what, const char *name,
 		vf->fix_failed++;
 }
 
-static void check_object(struct verify *vf, struct dv_tier *t, const char *dir,
-			 int dfd, const char *name, const char *hash)
-{
-	const struct known *k = find_known(vf, hash);
-	char detail[600];
-	uint8_t digest[32];
-	struct stat st;
-	int fd, ret;
+struct tier_pass {
+	struct verify *vf;
+	struct dv_tier *t;
+	const char *where;
+	bool header;             /* "tier 'x' (where):" printed */
+};
 
+static void tier_header(struct tier_pass *tp, const char *why)
+{
+	if (tp->header)
+		return;
+	tp->header = true;
+	printf("tier '%s' (%s):%s%s\n", tp->t->name, tp->where, why ? " " : "",
+	       why ? why : "");
+}
+
+static int check_object(void *arg, const struct dv_tier_entry *e)
+{
+	struct tier_pass *tp = arg;
+	struct verify *vf = tp->vf;
+	const struct known *k = find_known(vf, e->hash);
+	char detail[600], name[80];
+	int ret;
+
+	tier_header(tp, NULL);
 	vf->objects++;
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st)) {
-		if (fd >= 0)
-			close(fd);
-		return; /* evicted meanwhile */
-	}
+	snprintf(name, sizeof(name), "%s.tar", e->hash);
 	if (!k) {
 		vf->unknown++;
 		printf("  %-10s %s: in no cached manifest, left alone\n", "unknown", name);
-		close(fd);
-		return;
+		return 0;
 	}
-	if ((uint64_t)st.st_size != k->size) {
+	if (e->size != k->size) {
 		snprintf(detail, sizeof(detail), "%s: %" PRIu64 " bytes, the manifest says %" PRIu64,
-			 k->label, (uint64_t)st.st_size, k->size);
-		close(fd);
-		if ((uint64_t)st.st_size < k->size)
+			 k->label, e->size, k->size);
+		if (e->size < k->size)
 			vf->truncated++;
 		else
 			vf->corrupt++;
-		finding(vf, (uint64_t)st.st_size < k->size ? "truncated" : "oversized",
-			name, detail, vf->fix ? remove_checked(t, dir, hash, st.st_dev, st.st_ino) : 0);
-		return;
+		finding(vf, e->size < k->size ? "truncated" : "oversized", name, detail,
+			vf->fix ? remove_checked(tp->t, k, true) : 0);
+		return 0;
 	}
-	ret = dv_sha256_fd(fd, digest);
-	close(fd);
-	if (ret == 0 && memcmp(digest, k->sha256, 32) == 0) {
+	ret = dv_tier_check(tp->t, e->hash, k->size, k->sha256);
+	if (ret == 0) {
 		vf->ok++;
-		return;
+		return 0;
+	}
+	if (ret == -ENOENT) {
+		vf->objects--; /* evicted meanwhile */
+		return 0;
 	}
 	vf->corrupt++;
 	snprintf(detail, sizeof(detail), "%s: %s", k->label,
-		 ret ? strerror(-ret) : "sha256 does not match the manifest");
+		 ret == -EBADMSG ? "sha256 does not match the manifest" : strerror(-ret));
 	finding(vf, "corrupt", name, detail,
-		vf->fix ? remove_checked(t, dir, hash, st.st_dev, st.st_ino) : 0);
+		vf->fix ? remove_checked(tp->t, k, false) : 0);
+	return 0;
 }
 
-/* .staging/ and .locks/: entries no live process holds an flock on. */
-static void check_leftovers(struct verify *vf, const char *dir, const char *sub,
-			    const char *what)
+static void leftover(void *arg, const char *name, const char *what, int removed)
 {
-	char path[4096], name[4096];
-	struct dirent *de;
-	DIR *d;
+	struct verify *vf = arg;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, sub);
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		struct stat st;
-		int fd, fixed = 0;
-
-		if (de->d_name[0] == '.')
-			continue;
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) || time(NULL) - st.st_mtime < STALE_AGE_S ||
-		    flock(fd, LOCK_EX | LOCK_NB)) {
-			close(fd); /* in use: a fill or a lock of a live process */
-			continue;
-		}
-		if (vf->fix && unlinkat(dirfd(d), de->d_name, 0))
-			fixed = -errno;
-		close(fd);
-		vf->stale++;
-		snprintf(name, sizeof(name), "%s/%s", sub, de->d_name);
-		finding(vf, "stale", name, what, fixed);
-	}
-	closedir(d);
+	vf->stale++;
+	finding(vf, "stale", name, what, removed);
 }
 
 static void verify_tier(struct verify *vf, const struct dv_tier_config *tc,
 			const struct dv_config *cfg)
 {
-	const char *dir = tc->path ? tc->path : DV_DEFAULT_RAM_PATH;
-	struct dv_tier *t = NULL;
-	struct dirent *de;
+	struct tier_pass tp = { .vf = vf };
+	struct dv_tier_desc d = { 0 };
 	char err[512];
-	DIR *d;
+	int ret;
 
-	if (!dv_tier_type_is_folder(tc->type)) {
-		printf("tier '%s' (%s): not scrubbed (verify checks folder and ram tiers)\n",
-		       tc->name, dv_tier_type_name(tc->type));
-		return;
-	}
-	d = opendir(dir);
-	if (!d) {
-		printf("tier '%s' (%s): %s\n", tc->name, dir,
-		       errno == ENOENT ? "does not exist yet, nothing to check" : strerror(errno));
-		return;
-	}
-	if (dv_tier_new(tc, cfg, &t, err, sizeof(err))) {
+	if (dv_tier_new(tc, cfg, &tp.t, err, sizeof(err))) {
 		fprintf(stderr, "verify: %s\n", err);
-		closedir(d);
 		return;
 	}
-	printf("tier '%s' (%s):\n", tc->name, dir);
-	while ((de = readdir(d)) != NULL) {
-		char hash[65];
-
-		if (tar_hash_name(de->d_name, hash))
-			check_object(vf, t, dir, dirfd(d), de->d_name, hash);
+	dv_tier_describe(tp.t, &d);
+	tp.where = d.where;
+	ret = dv_tier_scan(tp.t, check_object, &tp);
+	if (ret == -ENOENT) {
+		tier_header(&tp, "does not exist yet, nothing to check");
+	} else if (ret == -ENOTSUP) {
+		snprintf(err, sizeof(err), "not scrubbed (a %s tier cannot list its objects from here)",
+			 dv_tier_type_name(tc->type));
+		tier_header(&tp, err);
+	} else if (ret) {
+		tier_header(&tp, strerror(-ret));
+	} else {
+		tier_header(&tp, NULL);
+		dv_tier_sweep(tp.t, vf->fix, leftover, vf);
 	}
-	closedir(d);
-	check_leftovers(vf, dir, ".staging", "staging file of no live process");
-	check_leftovers(vf, dir, ".locks", "lock of no live process");
-	dv_tier_free(t);
+	dv_tier_free(tp.t);
 }
 
 int dv_ctl_verify(int argc, char **argv)
@@ -387,9 +285,8 @@ int dv_ctl_verify(int argc, char **argv)
 	if (dv_ctl_load_config("verify", config, &cfg))
 		return 1;
 	if (!state)
-		state = cfg->state_dir ? cfg->state_dir :
-			dv_ctl_default_state_base(base, sizeof(base));
-	ret = walk_state(&vf, state, 0);
+		state = dv_config_manifest_base(cfg, base, sizeof(base));
+	ret = dv_ns_cached_manifests(state, load_manifest, &vf);
 	if (ret) {
 		fprintf(stderr, "datavoctl verify: %s\n", strerror(-ret));
 		goto out;

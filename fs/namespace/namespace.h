@@ -25,6 +25,8 @@
 
 #include "tiers/origin/origin.h"
 
+struct dv_manifest;
+
 #define DV_NS_ROOT_INO 1
 /*
  * Every other inode the namespace hands out is at least this: the FUSE
@@ -107,5 +109,32 @@ struct dv_ns_stats {
 	uint64_t rejected_manifests;
 };
 void dv_ns_stats(struct dv_namespace *ns, struct dv_ns_stats *out);
+
+/*
+ * Reads one file of the manifest cache the namespace keeps under its
+ * state directory (<state>/origin/<relpath>: a one-line "datavo-cache/1
+ * <etag>" header, then the document as the origin sent it). The document
+ * goes to *@body (NUL-terminated; free() it), *@len bytes; its etag to
+ * *@etag (may be NULL; gets NULL when none was cached); its fetch time to
+ * *@mtime (may be NULL). 0, -ENOENT, -EBADMSG (not a cache file: damaged),
+ * -EFBIG, -ENOMEM or -errno.
+ */
+int dv_ns_cache_file_read(const char *path, char **body, size_t *len,
+			  char **etag, time_t *mtime);
+
+/*
+ * Called for each cached manifest: @m is borrowed for the call, NULL when
+ * the file could not be parsed, @why then says why. Non-zero stops the walk.
+ */
+typedef int (*dv_ns_manifest_fn)(void *arg, const char *path,
+				 const struct dv_manifest *m, const char *why);
+
+/*
+ * Calls @fn for every manifest cached under @base, the directory that holds
+ * one state directory per origin (what the daemons of a machine share):
+ * each dataset's manifest.json and pinned revisions/<N>.json. A missing
+ * @base has none. Returns 0, -ENOMEM, or what @fn returned.
+ */
+int dv_ns_cached_manifests(const char *base, dv_ns_manifest_fn fn, void *arg);
 
 #endif

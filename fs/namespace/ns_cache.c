@@ -10,11 +10,13 @@
  */
 #include "ns_impl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/log.h"
 #include "config/util.h"
@@ -40,40 +42,50 @@ static int cache_path(const struct dv_namespace *ns, const char *relpath,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int dv_ns_cache_file_read(const char *path, char **body, size_t *len,
+			  char **etag, time_t *mtime)
+{
+	size_t hlen = strlen(CACHE_MAGIC);
+	char *text = NULL, *nl;
+	int ret = dv_doc_read(path, DV_DOC_MAX + MAX_ETAG, &text, len, mtime);
+
+	if (ret)
+		return ret;
+	nl = memchr(text, '\n', *len < CACHE_HEAD_MAX ? *len : CACHE_HEAD_MAX);
+	if (!nl || strncmp(text, CACHE_MAGIC, hlen) != 0) {
+		free(text);
+		return -EBADMSG;
+	}
+	*nl = '\0';
+	if (etag) {
+		*etag = nl > text + hlen ? strdup(text + hlen) : NULL;
+		if (nl > text + hlen && !*etag) {
+			free(text);
+			return -ENOMEM;
+		}
+	}
+	*len -= (size_t)(nl + 1 - text);
+	memmove(text, nl + 1, *len + 1);
+	*body = text;
+	return 0;
+}
+
 /* The cached copy of @relpath: 0, -ENOENT, -EBADMSG (damaged). */
 static int cache_read(const struct dv_namespace *ns, const char *relpath,
 		      struct doc *d)
 {
-	char path[PATH_MAX], *nl;
-	size_t hlen = strlen(CACHE_MAGIC);
+	char path[PATH_MAX];
 	int ret;
 
 	if (!ns->state_dir)
 		return -ENOENT;
 	ret = cache_path(ns, relpath, path, sizeof(path));
 	if (ret == 0)
-		ret = dv_doc_read(path, DV_DOC_MAX + MAX_ETAG, &d->body, &d->len,
-				  &d->mtime);
-	if (ret)
-		return ret;
-	nl = memchr(d->body, '\n',
-		    d->len < CACHE_HEAD_MAX ? d->len : CACHE_HEAD_MAX);
-	if (!nl || strncmp(d->body, CACHE_MAGIC, hlen) != 0) {
+		ret = dv_ns_cache_file_read(path, &d->body, &d->len, &d->etag,
+					    &d->mtime);
+	if (ret == -EBADMSG)
 		dv_warn("namespace: ignoring damaged cache file %s", path);
-		dv_ns_doc_release(d);
-		return -EBADMSG;
-	}
-	*nl = '\0';
-	if (nl > d->body + hlen) {
-		d->etag = strdup(d->body + hlen);
-		if (!d->etag) {
-			dv_ns_doc_release(d);
-			return -ENOMEM;
-		}
-	}
-	d->len -= (size_t)(nl + 1 - d->body);
-	memmove(d->body, nl + 1, d->len + 1);
-	return 0;
+	return ret;
 }
 
 void dv_ns_cache_write(const struct dv_namespace *ns, const char *relpath,
@@ -115,4 +127,80 @@ int dv_ns_doc_get(struct dv_namespace *ns, bool cached, const char *relpath,
 				&d->etag);
 	d->mtime = time(NULL);
 	return ret;
+}
+
+/* ---- every cached manifest, for datavoctl verify ---- */
+
+#define MAX_DEPTH 16
+
+struct walk {
+	dv_ns_manifest_fn fn;
+	void *arg;
+};
+
+static bool is_manifest_name(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+
+	if (strcmp(name, "manifest.json") == 0)
+		return true;
+	/* revisions/<N>.json */
+	return dl >= 10 && strcmp(dir + dl - 10, "/revisions") == 0 && nl > 5 &&
+	       strcmp(name + nl - 5, ".json") == 0;
+}
+
+static int visit_manifest(struct walk *w, const char *path)
+{
+	struct dv_manifest *m = NULL;
+	char *body = NULL, err[512];
+	size_t len;
+	int ret = dv_ns_cache_file_read(path, &body, &len, NULL, NULL);
+
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret == -EBADMSG)
+		snprintf(err, sizeof(err), "not a datavo cache file (damaged?)");
+	else if (ret)
+		return 0; /* gone meanwhile, or unreadable: not a manifest */
+	if (ret == 0 && dv_manifest_parse(body, len, NULL, &m, err, sizeof(err)))
+		m = NULL;
+	ret = w->fn(w->arg, path, m, m ? NULL : err);
+	dv_manifest_free(m);
+	free(body);
+	return ret;
+}
+
+static int walk_dir(struct walk *w, const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return 0;
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		char *p;
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < MAX_DEPTH)
+			ret = walk_dir(w, p, depth + 1);
+		else if (S_ISREG(st.st_mode) && is_manifest_name(dir, de->d_name))
+			ret = visit_manifest(w, p);
+		free(p);
+	}
+	closedir(d);
+	return ret;
+}
+
+int dv_ns_cached_manifests(const char *base, dv_ns_manifest_fn fn, void *arg)
+{
+	struct walk w = { fn, arg };
+
+	return walk_dir(&w, base, 0);
 }

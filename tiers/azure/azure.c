@@ -11,7 +11,6 @@
  */
 #include "azure_impl.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -28,12 +27,9 @@
 #define SHOWN_MAX 1024
 #define DENIED_LOG_EVERY 30 /* s between two detailed access-denied lines */
 
-static const struct dv_tier_ops azure_ops;
-
 struct azure_tier *dv_azure_downcast(struct dv_tier *t)
 {
-	assert(t->ops == &azure_ops);
-	return (struct azure_tier *)t;
+	return dv_tier_downcast(t, &dv_tier_azure_ops);
 }
 
 /* ---- URLs ---- */
@@ -578,13 +574,25 @@ static void azure_destroy(struct dv_tier *t)
 	free(a);
 }
 
-static const struct dv_tier_ops azure_ops = {
+/* The container without its query: a SAS there is a secret. */
+static void azure_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	struct azure_tier *a = dv_azure_downcast(t);
+
+	snprintf(d->where, sizeof(d->where), "%s%s%s", a->base_url,
+		 a->blob_prefix[0] ? "/" : "", a->blob_prefix);
+	d->capacity = t->max_bytes;
+	d->note = "remote: never evicts (R9)";
+}
+
+const struct dv_tier_ops dv_tier_azure_ops = {
 	.type = "azure_blob",
 	.caps = DV_TIER_REMOTE,
 	.destroy = azure_destroy,
 	.lookup = dv_azure_lookup,
 	.download = azure_download,
 	.install = dv_azure_install,
+	.describe = azure_describe,
 };
 
 static int make_creds(struct azure_tier *a, const struct dv_tier_config *tc,
@@ -621,7 +629,7 @@ int dv_azure_tier_new(const struct dv_tier_config *tc,
 	int ret;
 
 	*out = NULL;
-	if (!a || dv_tier_init(&a->base, &azure_ops, tc->name,
+	if (!a || dv_tier_init(&a->base, &dv_tier_azure_ops, tc->name,
 			       DV_TIER_TYPE_AZURE_BLOB, tc->max_bytes)) {
 		free(a);
 		snprintf(err, errlen, "out of memory");

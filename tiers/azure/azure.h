@@ -33,6 +33,8 @@
 #define DV_AZURE_BLOCK_THREADS 4
 #define DV_AZURE_VERSION "2021-08-06"       /* x-ms-version */
 
+extern const struct dv_tier_ops dv_tier_azure_ops;
+
 /* Creates an azure_blob tier from its config entry. No network. */
 int dv_azure_tier_new(const struct dv_tier_config *tc,
 		      const struct dv_config *cfg, struct dv_tier **out,

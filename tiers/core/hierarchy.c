@@ -140,8 +140,7 @@ static int open_local(struct dv_hierarchy *h, size_t i,
 	dv_stat_add(&t->stats.verify_failures, 1);
 	dv_stat_add(&h->stats.verify_failures, 1);
 	dv_object_release(out);
-	if (t->ops->remove)
-		t->ops->remove(t, ref->hash);
+	dv_tier_remove(t, ref->hash);
 	return -EBADMSG;
 }
 
@@ -304,7 +303,7 @@ static int reserve_staging(struct dv_tier *t, struct dv_staged *st,
 		return 0;
 	if (errno != ENOSPC)
 		return 0;
-	if (t->ops->free_space && t->ops->free_space(t, size) == 0 &&
+	if (dv_tier_free_space(t, size) == 0 &&
 	    fallocate(st->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)size) == 0)
 		return 0;
 	return -ENOSPC;
@@ -641,10 +640,7 @@ void dv_object_release(struct dv_object *obj)
 		obj->fd = -1;
 		return;
 	}
-	if (obj->tier->ops->close_object)
-		obj->tier->ops->close_object(obj->tier, obj);
-	else if (obj->fd >= 0)
-		close(obj->fd);
+	dv_tier_close_object(obj->tier, obj);
 	obj->fd = -1;
 	obj->tier = NULL;
 }
@@ -680,7 +676,7 @@ static int plan_locks(struct dv_hierarchy *h)
 	if (!h->lock_order)
 		return -ENOMEM;
 	for (size_t i = 0; i < h->n; i++) {
-		if (h->tiers[i]->ops->lock)
+		if (dv_tier_has_locks(h->tiers[i]))
 			h->lock_order[k++] = i;
 	}
 	if (k > sizeof(((struct held_locks *)0)->fd) / sizeof(int))
@@ -741,7 +737,7 @@ int dv_hierarchy_from_tiers(struct dv_tier **tiers, size_t ntiers,
 	for (size_t i = 0; i < ntiers; i++) {
 		struct dv_tier *t = tiers[i];
 
-		ret = t->ops->open ? t->ops->open(t) : 0;
+		ret = dv_tier_open(t);
 		if (ret) {
 			snprintf(err, errlen, "tier '%s': cannot open: %s",
 				 t->name, strerror(-ret));
@@ -828,6 +824,16 @@ void dv_hierarchy_stats(const struct dv_hierarchy *h,
 		return;
 	for (size_t b = 0; b <= DV_FILL_BUCKETS; b++)
 		fill_buckets[b] = dv_stat_get(&h->fill_buckets[b]);
+}
+
+ssize_t dv_hierarchy_holder(struct dv_hierarchy *h, const char *hash,
+			    uint64_t size)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		if (dv_tier_lookup(h->tiers[i], hash, size) == 0)
+			return (ssize_t)i;
+	}
+	return -ENOENT;
 }
 
 void dv_hierarchy_flush_uploads(struct dv_hierarchy *h)

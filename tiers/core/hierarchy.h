@@ -85,6 +85,15 @@ void dv_object_release(struct dv_object *obj);
 ssize_t dv_object_pread(struct dv_object *obj, void *buf, size_t len,
 			uint64_t off);
 
+/*
+ * Which tier holds @hash with @size bytes now: the index of the fastest
+ * one, or -ENOENT. Only looks: fetches, promotes and refreshes nothing (a
+ * stripe tier's policy still counts the lookup as an access). A tier whose
+ * lookup fails counts as not holding it. Thread-safe.
+ */
+ssize_t dv_hierarchy_holder(struct dv_hierarchy *h, const char *hash,
+			    uint64_t size);
+
 /* Waits until the background uploads (B5) queued so far are done. */
 void dv_hierarchy_flush_uploads(struct dv_hierarchy *h);
 void dv_hierarchy_upload_stats(struct dv_hierarchy *h,

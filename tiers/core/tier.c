@@ -1,14 +1,17 @@
 /*
  * The tier base: what every backend shares (name, capacity, counters, the
- * pins of open handles) and the dispatcher that creates a backend from its
- * config entry. Backends a build does not have are refused here, by type.
+ * pins of open handles), the defaults of the optional ops (tier.h), and
+ * the dispatcher that creates a backend from its config entry.
  */
 #include "tier.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tiers/azure/azure.h"
 #include "tiers/folder/folder.h"
@@ -139,8 +142,183 @@ int dv_tier_new(const struct dv_tier_config *tc, const struct dv_config *cfg,
 		if (backends[i].type == tc->type)
 			return backends[i].create(tc, cfg, out, err, errlen);
 	}
-	snprintf(err, errlen,
-		 "tier '%s': type '%s' is not available in this build of datavofs",
+	snprintf(err, errlen, "tier '%s': no backend takes type '%s'",
 		 tc->name ? tc->name : "?", dv_tier_type_name(tc->type));
+	return -EINVAL;
+}
+
+/* ---- defaults of the optional ops ---- */
+
+int dv_tier_def_open(struct dv_tier *t)
+{
+	return 0;
+}
+
+int dv_tier_def_open_object(struct dv_tier *t, const char *hash,
+			    uint64_t size, struct dv_object *obj)
+{
 	return -ENOTSUP;
+}
+
+void dv_tier_def_close_object(struct dv_tier *t, struct dv_object *obj)
+{
+	if (obj->fd >= 0)
+		close(obj->fd);
+	obj->fd = -1;
+}
+
+ssize_t dv_tier_def_read(struct dv_tier *t, struct dv_object *obj,
+			 void *buf, size_t len, uint64_t off)
+{
+	return -ENOTSUP;
+}
+
+int dv_tier_def_install(struct dv_tier *t, const char *hash, int src_fd,
+			const char *src_path, uint64_t size, unsigned flags)
+{
+	return -ENOTSUP;
+}
+
+int dv_tier_def_download(struct dv_tier *t, const char *hash, uint64_t size,
+			 struct dv_sink *sink)
+{
+	return -ENOTSUP;
+}
+
+int dv_tier_def_lock(struct dv_tier *t, const char *hash)
+{
+	return -ENOTSUP;
+}
+
+void dv_tier_def_unlock(struct dv_tier *t, const char *hash, int lock_fd)
+{
+}
+
+int dv_tier_def_stage_open(struct dv_tier *t, const char *hash,
+			   struct dv_staged *st)
+{
+	st->fd = -1;
+	return -ENOTSUP;
+}
+
+void dv_tier_def_stage_discard(struct dv_tier *t, struct dv_staged *st)
+{
+}
+
+int dv_tier_def_free_space(struct dv_tier *t, uint64_t bytes)
+{
+	return -ENOSPC;
+}
+
+int dv_tier_def_remove(struct dv_tier *t, const char *hash)
+{
+	return -ENOTSUP;
+}
+
+int dv_tier_def_usage(struct dv_tier *t, struct dv_tier_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	return 0;
+}
+
+int dv_tier_def_scan(struct dv_tier *t, dv_tier_scan_fn fn, void *arg)
+{
+	return -ENOTSUP;
+}
+
+void dv_tier_def_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	snprintf(d->where, sizeof(d->where), "%s", t->ops->type);
+	d->capacity = t->max_bytes;
+}
+
+/* Reads @obj whole into @md; -EBADMSG when it is not @size bytes. */
+static int digest_object(struct dv_tier *t, struct dv_object *obj,
+			 uint64_t size, EVP_MD_CTX *md)
+{
+	static const size_t chunk = 1 << 20;
+	char *buf = malloc(chunk);
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (obj->fd < 0) {
+			n = dv_tier_read(t, obj, buf, chunk, off);
+		} else {
+			n = pread(obj->fd, buf, chunk, (off_t)off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				n = -errno;
+		}
+		if (n <= 0) {
+			ret = (int)n;
+			break;
+		}
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return ret == 0 && off != size ? -EBADMSG : ret;
+}
+
+int dv_tier_def_check(struct dv_tier *t, const char *hash, uint64_t size,
+		      const uint8_t sha256[32])
+{
+	struct dv_object obj = { .tier = t, .fd = -1 };
+	uint8_t digest[32];
+	unsigned int dlen = 0;
+	EVP_MD_CTX *md;
+	int ret;
+
+	snprintf(obj.hash, sizeof(obj.hash), "%s", hash);
+	ret = dv_tier_open_object(t, hash, size, &obj);
+	if (ret)
+		return ret;
+	md = EVP_MD_CTX_new();
+	ret = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+	if (ret == 0)
+		ret = digest_object(t, &obj, size, md);
+	if (ret == 0)
+		ret = EVP_DigestFinal_ex(md, digest, &dlen) == 1 ? 0 : -EIO;
+	if (ret == 0 && memcmp(digest, sha256, 32) != 0)
+		ret = -EBADMSG;
+	EVP_MD_CTX_free(md);
+	dv_tier_close_object(t, &obj);
+	return ret;
+}
+
+int dv_tier_def_sweep(struct dv_tier *t, bool fix, dv_tier_leftover_fn fn,
+		      void *arg)
+{
+	return 0;
+}
+
+void dv_tier_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	void (*line)(void *, enum dv_desc_line, const char *) = d->line;
+	void *arg = d->arg;
+
+	memset(d, 0, sizeof(*d));
+	d->line = line;
+	d->arg = arg;
+	DV_TIER_OP(t, describe)(t, d);
+}
+
+void dv_tier_desc_line(const struct dv_tier_desc *d, enum dv_desc_line kind,
+		       const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	if (!d->line)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	d->line(d->arg, kind, text);
 }

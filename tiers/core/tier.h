@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "config/config.h"
@@ -61,6 +62,42 @@ struct dv_tier_usage {
 	uint64_t fs_free;       /* free bytes of the backing filesystem, or 0 */
 };
 
+/* One object a scan found. */
+struct dv_tier_entry {
+	char hash[65];
+	uint64_t size;
+	int64_t mtime;          /* recency, seconds since the epoch; 0: none kept */
+};
+
+/* Called by scan for each object; non-zero stops the scan and is its result. */
+typedef int (*dv_tier_scan_fn)(void *arg, const struct dv_tier_entry *e);
+
+/*
+ * Called by sweep for each leftover: @name relative to the tier
+ * (".staging/<hash>.XXXXXX"), @what it is for people, @removed 0 when it
+ * was removed, -errno when removing it failed, 1 when not asked to.
+ */
+typedef void (*dv_tier_leftover_fn)(void *arg, const char *name,
+				    const char *what, int removed);
+
+enum dv_desc_line {
+	DV_DESC_DETAIL,   /* more about the tier: "accepted /dev/nvme1n1 …" */
+	DV_DESC_WARNING,  /* something an operator should act on */
+};
+
+/* What a tier says of itself, for people (datavoctl inspect, verify, bench). */
+struct dv_tier_desc {
+	char where[PATH_MAX];   /* its directory, bucket or container, devices */
+	uint64_t capacity;      /* bytes it may hold; 0: unbounded */
+	bool exists;            /* its storage exists (false: made on first use) */
+	bool has_usage;         /* @usage was measured (local tiers) */
+	struct dv_tier_usage usage;
+	const char *note;       /* static text for when !has_usage, or NULL */
+	/* Set by the caller, may be NULL: receives lines without '\n'. */
+	void (*line)(void *arg, enum dv_desc_line kind, const char *text);
+	void *arg;
+};
+
 /* Counters, updated with __atomic builtins; read for status and metrics. */
 struct dv_tier_stats {
 	uint64_t hits;
@@ -73,18 +110,28 @@ struct dv_tier_stats {
 	uint64_t verify_failures;
 };
 
+/*
+ * Threads. "Concurrent" below means: any number of threads of the daemon
+ * (FUSE workers, upload workers, the status and metrics readers) may call
+ * it at once, on the same tier, and other processes (datavoctl, daemons
+ * sharing the tier) may work on the same storage meanwhile. The caller
+ * holds none of the tier's own locks unless the op says so. Optional
+ * members may be NULL: callers go through the dv_tier_<op>() wrappers
+ * below, which supply the core's default (tier.c), never through ->op.
+ */
 struct dv_tier_ops {
 	const char *type;
 	unsigned caps; /* enum dv_tier_caps */
 
 	/*
 	 * Prepares the tier for use: creates its directories (R12) and removes
-	 * leftovers of dead processes (B4). Called once, before any other op.
-	 * Remote tiers must not touch the network here. NULL: nothing to do.
+	 * leftovers of dead processes (B4). Called once, before any op but
+	 * describe, scan, check, sweep and remove, from one thread. Remote
+	 * tiers must not touch the network here. Default: nothing to do.
 	 */
 	int (*open)(struct dv_tier *t);
 
-	/* Frees the tier, base included. Never NULL. */
+	/* Frees the tier, base included. No other op may be running. Required. */
 	void (*destroy)(struct dv_tier *t);
 
 	/*
@@ -92,19 +139,25 @@ struct dv_tier_ops {
 	 * -EBADMSG: it holds a copy of the wrong size (treated as a miss and
 	 * replaced); any other -errno is an error (e.g. -EACCES from a bucket)
 	 * that the hierarchy logs and treats as a miss of this tier.
+	 * Concurrent, with or without the hash lock. Required.
 	 */
 	int (*lookup)(struct dv_tier *t, const char *hash, uint64_t size);
 
 	/*
 	 * Opens a held object for reading into @obj (fd and path for
 	 * DIRECT_READ tiers, handle otherwise) and refreshes its recency (R8).
-	 * The object is pinned until close_object (B6). Remote tiers: NULL.
+	 * The object is pinned until close_object (B6). Concurrent. Default
+	 * (remote tiers): -ENOTSUP.
 	 */
 	int (*open_object)(struct dv_tier *t, const char *hash, uint64_t size,
 			   struct dv_object *obj);
+	/* Concurrent, once per open. Default: closes obj->fd. */
 	void (*close_object)(struct dv_tier *t, struct dv_object *obj);
 
-	/* Reads an object that has no fd. Returns bytes read or -errno. */
+	/*
+	 * Reads an object that has no fd. Returns bytes read or -errno.
+	 * Concurrent, also on one object. Default: -ENOTSUP.
+	 */
 	ssize_t (*read)(struct dv_tier *t, struct dv_object *obj, void *buf,
 			size_t len, uint64_t off);
 
@@ -116,23 +169,32 @@ struct dv_tier_ops {
 	 * failure. Never leaves a partial <hash> visible. The caller holds the
 	 * hash lock of every lockable tier. Remote tiers upload here, from a
 	 * worker thread, reading @src_fd with pread; @src_path is then NULL.
+	 * Concurrent for different hashes. Default: -ENOTSUP.
 	 */
 	int (*install)(struct dv_tier *t, const char *hash, int src_fd,
 		       const char *src_path, uint64_t size, unsigned flags);
 
-	/* Remote tiers: streams @hash into @sink. 0, -ENOENT or -errno. */
+	/*
+	 * Remote tiers: streams @hash into @sink. 0, -ENOENT or -errno.
+	 * Concurrent. Default: -ENOTSUP.
+	 */
 	int (*download)(struct dv_tier *t, const char *hash, uint64_t size,
 			struct dv_sink *sink);
 
 	/*
 	 * Takes the per-hash lock (R7, B1): blocks until held, across threads
-	 * and processes. Returns an fd to pass to unlock, or -errno. NULL for
-	 * tiers without local locks.
+	 * and processes. Returns an fd to pass to unlock, or -errno.
+	 * Concurrent. NULL (dv_tier_has_locks() false) for tiers without
+	 * local locks; the wrapper then returns -ENOTSUP.
 	 */
 	int (*lock)(struct dv_tier *t, const char *hash);
 	void (*unlock)(struct dv_tier *t, const char *hash, int lock_fd);
 
-	/* Folder tiers: a new staging file for @hash in .staging/. */
+	/*
+	 * Folder tiers: a new staging file for @hash in .staging/. Concurrent.
+	 * NULL (dv_tier_is_folder() false) elsewhere: the wrapper returns
+	 * -ENOTSUP.
+	 */
 	int (*stage_open)(struct dv_tier *t, const char *hash,
 			  struct dv_staged *st);
 	/* Removes and closes a staging file that was not installed. */
@@ -141,15 +203,59 @@ struct dv_tier_ops {
 	/*
 	 * Folder tiers: evicts least recently used objects that are not open
 	 * (R8, B6) until @bytes are free on the tier's filesystem, for a
-	 * staging file. 0, or -ENOSPC when that cannot be done. May be NULL.
+	 * staging file. 0, or -ENOSPC when that cannot be done. Concurrent.
+	 * Default: -ENOSPC (nothing can be freed).
 	 */
 	int (*free_space)(struct dv_tier *t, uint64_t bytes);
 
-	/* Removes @hash (scrub, B3). 0, -ENOENT or -errno. */
+	/*
+	 * Removes @hash (scrub, B3). 0, -ENOENT or -errno. Concurrent; a
+	 * caller that must not race an install holds the hash lock. Default:
+	 * -ENOTSUP.
+	 */
 	int (*remove)(struct dv_tier *t, const char *hash);
 
-	/* Current use. NULL: all zero. */
+	/* Current use. Concurrent. Default: all zero, 0. */
 	int (*usage)(struct dv_tier *t, struct dv_tier_usage *u);
+
+	/*
+	 * Calls @fn for each installed object, in no order, without holding
+	 * any lock of the tier: @fn may call the tier's other ops. Objects
+	 * installed or removed meanwhile may or may not be seen. Returns 0,
+	 * what @fn returned when it stopped the scan, -ENOENT when the tier's
+	 * storage does not exist, or -errno. Works on a tier that was not
+	 * opened when the backend can list from outside the daemon (folder);
+	 * otherwise (stripe: the index lives in the daemon) -ENOTSUP until
+	 * open. Concurrent. Default (remote tiers): -ENOTSUP.
+	 */
+	int (*scan)(struct dv_tier *t, dv_tier_scan_fn fn, void *arg);
+
+	/*
+	 * Fills @d (d->line and d->arg are set by the caller and kept) with
+	 * what the tier is. Read-only: creates nothing, contacts no server,
+	 * writes to no device; works on a tier that was not opened.
+	 * Concurrent. Default: where = the type, capacity = max_bytes.
+	 */
+	void (*describe)(struct dv_tier *t, struct dv_tier_desc *d);
+
+	/*
+	 * Reads the held object @hash of @size bytes whole and compares its
+	 * SHA-256 with @sha256 (B3), leaving its recency alone where the
+	 * backend can. 0: intact; -EBADMSG: wrong size or wrong bytes;
+	 * -ENOENT: not held; other -errno. Concurrent. Default: open_object,
+	 * read, close_object; -ENOTSUP for tiers that cannot open objects.
+	 */
+	int (*check)(struct dv_tier *t, const char *hash, uint64_t size,
+		     const uint8_t sha256[32]);
+
+	/*
+	 * Finds what dead processes left in the tier's storage (staging
+	 * files, locks: B4), reports each to @fn and, with @fix, removes it.
+	 * Never touches what a live process holds. 0 or -errno. Works on a
+	 * tier that was not opened. Concurrent. Default: nothing left, 0.
+	 */
+	int (*sweep)(struct dv_tier *t, bool fix, dv_tier_leftover_fn fn,
+		     void *arg);
 };
 
 /* The base every backend embeds first. */
@@ -176,14 +282,34 @@ static inline bool dv_tier_is_folder(const struct dv_tier *t)
 	return t->ops->stage_open != NULL;
 }
 
+/* True for tiers with per-hash locks (R7, B1). */
+static inline bool dv_tier_has_locks(const struct dv_tier *t)
+{
+	return t->ops->lock != NULL;
+}
+
+/*
+ * @t as the private struct of the backend of @ops, which embeds the base
+ * first (git's files_downcast). A tier of another backend here is a bug:
+ * abort, in release builds too, rather than read the wrong struct.
+ */
+static inline void *dv_tier_downcast(struct dv_tier *t,
+				     const struct dv_tier_ops *ops)
+{
+	if (t->ops != ops)
+		abort();
+	return t;
+}
+
 /* Initializes the base. @name is copied. 0 or -ENOMEM. */
 int dv_tier_init(struct dv_tier *t, const struct dv_tier_ops *ops,
 		 const char *name, enum dv_tier_type type, uint64_t max_bytes);
 void dv_tier_release(struct dv_tier *t);
 
 /*
- * Creates the backend of @tc. Cloud and stripe types whose backend is not
- * in this build fail with -ENOTSUP and a message in @err.
+ * Creates the backend of @tc; touches no storage and no network (that is
+ * open's job). Every backend is part of every build: a type no backend
+ * takes is a bug of the config parser, -EINVAL with a message in @err.
  */
 int dv_tier_new(const struct dv_tier_config *tc, const struct dv_config *cfg,
 		struct dv_tier **out, char *err, size_t errlen);
@@ -195,6 +321,148 @@ void dv_tier_free(struct dv_tier *t);
 void dv_tier_pin(struct dv_tier *t, const char *hash);
 void dv_tier_unpin(struct dv_tier *t, const char *hash);
 bool dv_tier_is_pinned(struct dv_tier *t, const char *hash);
+
+/*
+ * The core's defaults of the optional ops (tier.c), as documented on each
+ * member of struct dv_tier_ops. Only the wrappers below call them.
+ */
+int dv_tier_def_open(struct dv_tier *t);
+int dv_tier_def_open_object(struct dv_tier *t, const char *hash,
+			    uint64_t size, struct dv_object *obj);
+void dv_tier_def_close_object(struct dv_tier *t, struct dv_object *obj);
+ssize_t dv_tier_def_read(struct dv_tier *t, struct dv_object *obj,
+			 void *buf, size_t len, uint64_t off);
+int dv_tier_def_install(struct dv_tier *t, const char *hash, int src_fd,
+			const char *src_path, uint64_t size, unsigned flags);
+int dv_tier_def_download(struct dv_tier *t, const char *hash, uint64_t size,
+			 struct dv_sink *sink);
+int dv_tier_def_lock(struct dv_tier *t, const char *hash);
+void dv_tier_def_unlock(struct dv_tier *t, const char *hash, int lock_fd);
+int dv_tier_def_stage_open(struct dv_tier *t, const char *hash,
+			   struct dv_staged *st);
+void dv_tier_def_stage_discard(struct dv_tier *t, struct dv_staged *st);
+int dv_tier_def_free_space(struct dv_tier *t, uint64_t bytes);
+int dv_tier_def_remove(struct dv_tier *t, const char *hash);
+int dv_tier_def_usage(struct dv_tier *t, struct dv_tier_usage *u);
+int dv_tier_def_scan(struct dv_tier *t, dv_tier_scan_fn fn, void *arg);
+void dv_tier_def_describe(struct dv_tier *t, struct dv_tier_desc *d);
+int dv_tier_def_check(struct dv_tier *t, const char *hash, uint64_t size,
+		      const uint8_t sha256[32]);
+int dv_tier_def_sweep(struct dv_tier *t, bool fix, dv_tier_leftover_fn fn,
+		      void *arg);
+
+/* The backend's op, else the default: pick it with one expression. */
+#define DV_TIER_OP(t, op) ((t)->ops->op ? (t)->ops->op : dv_tier_def_##op)
+
+/* The ops, for callers: contracts on the members of struct dv_tier_ops. */
+static inline int dv_tier_open(struct dv_tier *t)
+{
+	return DV_TIER_OP(t, open)(t);
+}
+
+static inline int dv_tier_lookup(struct dv_tier *t, const char *hash,
+				 uint64_t size)
+{
+	return t->ops->lookup(t, hash, size);
+}
+
+static inline int dv_tier_open_object(struct dv_tier *t, const char *hash,
+				      uint64_t size, struct dv_object *obj)
+{
+	return DV_TIER_OP(t, open_object)(t, hash, size, obj);
+}
+
+static inline void dv_tier_close_object(struct dv_tier *t,
+					struct dv_object *obj)
+{
+	DV_TIER_OP(t, close_object)(t, obj);
+}
+
+static inline ssize_t dv_tier_read(struct dv_tier *t, struct dv_object *obj,
+				   void *buf, size_t len, uint64_t off)
+{
+	return DV_TIER_OP(t, read)(t, obj, buf, len, off);
+}
+
+static inline int dv_tier_install(struct dv_tier *t, const char *hash,
+				  int src_fd, const char *src_path,
+				  uint64_t size, unsigned flags)
+{
+	return DV_TIER_OP(t, install)(t, hash, src_fd, src_path, size, flags);
+}
+
+static inline int dv_tier_download(struct dv_tier *t, const char *hash,
+				   uint64_t size, struct dv_sink *sink)
+{
+	return DV_TIER_OP(t, download)(t, hash, size, sink);
+}
+
+static inline int dv_tier_lock(struct dv_tier *t, const char *hash)
+{
+	return DV_TIER_OP(t, lock)(t, hash);
+}
+
+static inline void dv_tier_unlock(struct dv_tier *t, const char *hash,
+				  int lock_fd)
+{
+	DV_TIER_OP(t, unlock)(t, hash, lock_fd);
+}
+
+static inline int dv_tier_stage_open(struct dv_tier *t, const char *hash,
+				     struct dv_staged *st)
+{
+	return DV_TIER_OP(t, stage_open)(t, hash, st);
+}
+
+static inline void dv_tier_stage_discard(struct dv_tier *t,
+					 struct dv_staged *st)
+{
+	DV_TIER_OP(t, stage_discard)(t, st);
+}
+
+static inline int dv_tier_free_space(struct dv_tier *t, uint64_t bytes)
+{
+	return DV_TIER_OP(t, free_space)(t, bytes);
+}
+
+static inline int dv_tier_remove(struct dv_tier *t, const char *hash)
+{
+	return DV_TIER_OP(t, remove)(t, hash);
+}
+
+static inline int dv_tier_usage(struct dv_tier *t, struct dv_tier_usage *u)
+{
+	return DV_TIER_OP(t, usage)(t, u);
+}
+
+static inline int dv_tier_scan(struct dv_tier *t, dv_tier_scan_fn fn,
+			       void *arg)
+{
+	return DV_TIER_OP(t, scan)(t, fn, arg);
+}
+
+/*
+ * Describes @t into @d; d->line and d->arg (may be NULL) are kept, the
+ * rest is cleared first.
+ */
+void dv_tier_describe(struct dv_tier *t, struct dv_tier_desc *d);
+
+static inline int dv_tier_check(struct dv_tier *t, const char *hash,
+				uint64_t size, const uint8_t sha256[32])
+{
+	return DV_TIER_OP(t, check)(t, hash, size, sha256);
+}
+
+static inline int dv_tier_sweep(struct dv_tier *t, bool fix,
+				dv_tier_leftover_fn fn, void *arg)
+{
+	return DV_TIER_OP(t, sweep)(t, fix, fn, arg);
+}
+
+/* For backends' describe: one line to d->line, printf-style. */
+void dv_tier_desc_line(const struct dv_tier_desc *d, enum dv_desc_line kind,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static inline void dv_stat_add(uint64_t *counter, uint64_t n)
 {

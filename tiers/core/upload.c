@@ -53,7 +53,7 @@ static void run_job(struct dv_uploader *u, struct job *j)
 	int ret = -EIO;
 
 	for (int attempt = 1; attempt <= UPLOAD_ATTEMPTS; attempt++) {
-		ret = t->ops->install(t, j->hash, j->fd, NULL, j->size, 0);
+		ret = dv_tier_install(t, j->hash, j->fd, NULL, j->size, 0);
 		if (ret == 0 || ret == -EFBIG)
 			break;
 		dv_warn("tier '%s': upload of %s (%s) failed (attempt %d of %d): %s",

@@ -19,7 +19,7 @@
  * What this file does not do: decide where a shard goes (hierarchy.c), or
  * check bytes (the sink did before install is called).
  */
-#include "folder.h"
+#include "folder_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,9 +49,7 @@ struct folder_tier {
 
 static struct folder_tier *folder_downcast(struct dv_tier *t)
 {
-	if (t->ops != &dv_tier_folder_ops)
-		abort();
-	return (struct folder_tier *)t;
+	return dv_tier_downcast(t, &dv_tier_folder_ops);
 }
 
 const char *dv_folder_tier_path(struct dv_tier *t)
@@ -433,17 +431,6 @@ struct scan {
 	uint64_t used;
 };
 
-static bool tar_hash_name(const char *name, char *hash)
-{
-	size_t len = strlen(name);
-
-	if (len < 5 || len - 4 > 64 || strcmp(name + len - 4, ".tar") != 0)
-		return false;
-	memcpy(hash, name, len - 4);
-	hash[len - 4] = '\0';
-	return dv_valid_hash(hash);
-}
-
 /* Lists the installed objects of the tier. 0 or -errno. */
 static int scan_tier(struct folder_tier *ft, struct scan *s)
 {
@@ -458,7 +445,7 @@ static int scan_tier(struct folder_tier *ft, struct scan *s)
 		struct stat st;
 		char hash[65];
 
-		if (!tar_hash_name(de->d_name, hash))
+		if (!dv_folder_hash_of_name(de->d_name, hash))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
@@ -750,6 +737,10 @@ const struct dv_tier_ops dv_tier_folder_ops = {
 	.free_space = folder_free_space,
 	.remove = folder_remove,
 	.usage = folder_usage,
+	.scan = dv_folder_scan,
+	.describe = dv_folder_describe,
+	.check = dv_folder_check,
+	.sweep = dv_folder_sweep,
 };
 
 static int folder_new(const char *path, const char *name,

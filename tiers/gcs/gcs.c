@@ -14,7 +14,6 @@
  */
 #include "gcs_impl.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
@@ -33,8 +32,7 @@
 
 struct gcs_tier *dv_gcs_downcast(struct dv_tier *t)
 {
-	assert(t->ops == &dv_tier_gcs_ops);
-	return (struct gcs_tier *)t;
+	return dv_tier_downcast(t, &dv_tier_gcs_ops);
 }
 
 /* ---- names ---- */
@@ -387,6 +385,13 @@ static void gcs_destroy(struct dv_tier *t)
 	free(g);
 }
 
+static void gcs_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	dv_gcs_shown(dv_gcs_downcast(t), NULL, d->where, sizeof(d->where));
+	d->capacity = t->max_bytes;
+	d->note = "remote: never evicts (R9)";
+}
+
 const struct dv_tier_ops dv_tier_gcs_ops = {
 	.type = "gcs",
 	.caps = DV_TIER_REMOTE,
@@ -395,6 +400,7 @@ const struct dv_tier_ops dv_tier_gcs_ops = {
 	.lookup = gcs_lookup,
 	.install = dv_gcs_install,
 	.download = gcs_download,
+	.describe = gcs_describe,
 };
 
 void dv_gcs_tier_set_upload_sizes(struct dv_tier *t, uint64_t threshold,

@@ -10,7 +10,6 @@
  */
 #include "s3.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,8 +27,7 @@ struct s3_tier {
 
 static struct s3_tier *downcast(struct dv_tier *t)
 {
-	assert(t->ops == &dv_tier_s3_ops);
-	return (struct s3_tier *)t;
+	return dv_tier_downcast(t, &dv_tier_s3_ops);
 }
 
 int dv_s3_tier_key(struct dv_tier *t, const char *hash, char *buf, size_t len)
@@ -108,6 +106,15 @@ static void s3_destroy(struct dv_tier *t)
 	free(st);
 }
 
+static void s3_describe(struct dv_tier *t, struct dv_tier_desc *d)
+{
+	struct s3_tier *st = downcast(t);
+
+	dv_s3_shown(&st->s3, st->prefix, d->where, sizeof(d->where));
+	d->capacity = t->max_bytes;
+	d->note = "remote: never evicts (R9)";
+}
+
 const struct dv_tier_ops dv_tier_s3_ops = {
 	.type = "s3",
 	.caps = DV_TIER_REMOTE,
@@ -115,6 +122,7 @@ const struct dv_tier_ops dv_tier_s3_ops = {
 	.lookup = s3_lookup,
 	.download = s3_download,
 	.install = s3_install,
+	.describe = s3_describe,
 };
 
 static char *clean_prefix(const char *p)
