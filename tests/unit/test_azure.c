@@ -830,7 +830,7 @@ START_TEST(test_tier_denied_is_eacces)
 	ck_assert_int_eq(t->ops->lookup(t, HASH, 1000), -EACCES);
 	dv_tier_free(t);
 	expect_fixture_log("DENIED HEAD /devstoreaccount1/shards/" HASH ".tar\n");
-	ck_assert_ptr_nonnull(strstr(logbuf, "access denied (HTTP 403) to HEAD"));
+	ck_assert_ptr_nonnull(strstr(logbuf, "access denied: HTTP 403 to HEAD"));
 	ck_assert_ptr_nonnull(strstr(logbuf, "SAS token (AZURE_STORAGE_SAS_TOKEN)"));
 	assert_not_logged("NOTVALIDSIG");
 	stop_fixture();
