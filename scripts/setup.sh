@@ -17,6 +17,9 @@ test_pkgs+=(prometheus groff-base man-db systemd python3-yaml autofs bsdutils)
 # The stripe tier: losetup (util-linux) attaches loop devices,
 # mkfs.ext4 (e2fsprogs) gives one a foreign signature for discovery to refuse.
 test_pkgs+=(e2fsprogs)
+# Shared Key is checked against Microsoft's Python SDK (azure-storage-blob;
+# it imports only under /usr/bin/python3).
+test_pkgs+=(python3-azure)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then

@@ -124,7 +124,7 @@ AZURE_STORAGE_KEY=$wrong_key dv_mount "$NGINX_URL" "$mnt" "config=$cfg" log_leve
 assert_eq "$(read_errno "$mnt/demo/train/shard-000000.tar")" EACCES "a wrong account key: the read fails with EACCES"
 assert_eq "$(nginx_count 'GET /shards/')" "$before" "a wrong account key: the origin is not asked"
 log=$(dv_log "$mnt")
-if grep -q "access denied (HTTP 403.*) to HEAD .*/denied/.*\.tar with Shared Key (AZURE_STORAGE_KEY, account 'devstoreaccount1'): check the account key" "$log"; then
+if grep -q "access denied: HTTP 403.* to HEAD .*/denied/.*\.tar with Shared Key (AZURE_STORAGE_KEY, account 'devstoreaccount1'): check the account key" "$log"; then
 	pass "a wrong account key: a log line says access denied, with which credential and what to check"
 else
 	fail "a wrong account key: a log line says access denied, with which credential and what to check" "$(cat "$log")"
@@ -145,7 +145,7 @@ dv_mount "$NGINX_URL" "$mnt" "config=$cfg" log_level=debug || bail "mount with a
 assert_eq "$(read_errno "$mnt/demo/train/shard-000001.tar")" EACCES "a tampered SAS: the read fails with EACCES"
 assert_eq "$(nginx_count 'GET /shards/')" "$before" "a tampered SAS: the origin is not asked"
 log=$(dv_log "$mnt")
-if grep -q "access denied (HTTP 403.*) to HEAD .* with SAS token (sas_token in shards.yaml): check that the SAS token" "$log"; then
+if grep -q "access denied: HTTP 403.* to HEAD .* with SAS token (sas_token in shards.yaml): check that the SAS token" "$log"; then
 	pass "a tampered SAS: a log line says access denied and what to check"
 else
 	fail "a tampered SAS: a log line says access denied and what to check" "$(cat "$log")"

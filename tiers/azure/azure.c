@@ -7,7 +7,9 @@
  * Errors are mapped here, once: 404 is a miss; 401/403 is -EACCES with a
  * line that names the tier, the request, the credential in use and what
  * to check (never the credential itself); the rest is -EIO or -ETIMEDOUT
- * after the retries of the http: section.
+ * after the retries of the http: section. Retries, backoff and resuming
+ * are the network layer's (tiers/net/call.h); each attempt is signed anew.
+ * Signed requests never follow redirects (the http.h default).
  */
 #include "azure_impl.h"
 
@@ -22,10 +24,10 @@
 
 #include "config/log.h"
 #include "config/util.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http_sink.h"
 
 #define SHOWN_MAX 1024
-#define DENIED_LOG_EVERY 30 /* s between two detailed access-denied lines */
 
 struct azure_tier *dv_azure_downcast(struct dv_tier *t)
 {
@@ -259,10 +261,11 @@ static int status_errno(long status)
 	return status == 416 ? -EIO : dv_http_status_errno(status);
 }
 
-/* The <Code> of an error body ("AuthenticationFailed"), if readable. */
-static void error_code(const char *body, char *code, size_t len)
+/* The <Code> of an error body ("AuthenticationFailed"): ops->error_code. */
+static void error_code(const struct dv_http_response *resp, char *code,
+		       size_t len)
 {
-	const char *s = strstr(body, "<Code>");
+	const char *s = strstr(resp->errbody, "<Code>");
 	size_t n = 0;
 
 	code[0] = '\0';
@@ -275,24 +278,6 @@ static void error_code(const char *body, char *code, size_t len)
 		return;
 	memcpy(code, s, n);
 	code[n] = '\0';
-}
-
-static void log_denied(struct azure_tier *a, const struct az_call *c,
-		       const struct dv_http_response *resp)
-{
-	time_t now = time(NULL), last;
-	char shown[SHOWN_MAX], what[192], code[64];
-
-	last = __atomic_load_n(&a->denied_logged, __ATOMIC_RELAXED);
-	if (last && now - last < DENIED_LOG_EVERY)
-		return;
-	__atomic_store_n(&a->denied_logged, now, __ATOMIC_RELAXED);
-	dv_azure_shown(a, c->hash, shown, sizeof(shown));
-	error_code(resp->errbody, code, sizeof(code));
-	dv_err("tier '%s': access denied (HTTP %ld%s%s) to %s %s with %s: %s",
-	       a->base.name, resp->status, code[0] ? " " : "", code, c->method,
-	       shown, dv_az_creds_describe(a->creds, what, sizeof(what)),
-	       dv_az_creds_hint(a->creds));
 }
 
 /* The request URL; it may hold the SAS (a secret): free with
@@ -413,63 +398,97 @@ int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
 		.body_fd = c->body_fd, .body_fd_len = c->body_fd_len,
 		.body = c->body, .body_len = c->body_len,
 		.on_start = c->on_start, .on_body = c->on_body, .arg = c->arg,
+		.expect_bytes = c->expect_bytes,
 	}, resp);
 	if (ret == 0)
 		ret = status_errno(resp->status);
-	if (ret == -EACCES)
-		log_denied(a, c, resp);
 out:
-	if (ret && c->problem && c->problem[0])
-		snprintf(resp->detail, sizeof(resp->detail), "%s", c->problem);
 	explicit_bzero(sig, sizeof(sig));
 	dv_az_free_secret(url);
 	dv_az_auth_release(&auth);
 	return ret;
 }
 
-static const char *describe(int err, const struct dv_http_response *resp,
-			    char *buf, size_t len)
+/*
+ * The final line of a failed call (the call itself is quiet): a miss is
+ * the caller's to report; a refusal names the credential in use and what
+ * to check, at most once per DV_HTTP_DENIED_EVERY seconds; a refusal with
+ * no answer (no credential, a bearer token over plain http) was logged
+ * where it was decided.
+ */
+static void log_failure(struct azure_tier *a, const struct dv_http_call *call,
+			const struct dv_http_response *resp)
 {
-	if (resp->status && (resp->status < 200 || resp->status > 299))
-		snprintf(buf, len, "HTTP %ld", resp->status);
-	else if (resp->detail[0])
-		snprintf(buf, len, "%s", resp->detail);
+	char why[DV_HTTP_DETAIL_MAX + 96], code[64], creds[192];
+	int err = call->last_err;
+
+	if (err == -ENOENT || (err == -EACCES && !resp->status))
+		return;
+	code[0] = '\0';
+	if (resp->status >= 300)
+		error_code(resp, code, sizeof(code));
+	if (err == -EACCES) {
+		dv_http_log_denied(&a->denied, call->who,
+				   "HTTP %ld%s%s to %s with %s: %s",
+				   resp->status, code[0] ? " " : "", code,
+				   call->what,
+				   dv_az_creds_describe(a->creds, creds,
+							sizeof(creds)),
+				   dv_az_creds_hint(a->creds));
+		return;
+	}
+	dv_http_describe(err, resp, code, why, sizeof(why));
+	if (call->attempts > 1)
+		dv_err("%s: %s failed after %u attempts: %s", call->who,
+		       call->what, call->attempts, why);
 	else
-		snprintf(buf, len, "%s", strerror(-err));
-	return buf;
+		dv_err("%s: %s failed: %s", call->who, call->what, why);
 }
 
-int dv_azure_request(struct azure_tier *a, struct az_call *c,
-		     struct dv_http_response *resp,
-		     bool (*reset)(struct az_call *c))
+int dv_azure_run(struct azure_tier *a, const struct az_call *c,
+		 const struct dv_http_call_ops *ops, void *ctx,
+		 struct dv_http_response *resp)
 {
-	char why[DV_HTTP_DETAIL_MAX + 32], shown[SHOWN_MAX];
-	unsigned n, delay;
+	char who[256], what[SHOWN_MAX + 16], shown[SHOWN_MAX];
+	struct dv_http_call call = {
+		.http = &a->http, .ops = ops, .ctx = ctx, .who = who,
+		.what = what, .denied = &a->denied,
+		.flags = DV_HTTP_CALL_QUIET,
+	};
 	int ret;
 
-	for (n = 0;; n++) {
-		ret = dv_azure_attempt(a, c, resp);
-		if (ret == 0 || !dv_http_transient(ret) || n >= a->http.retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_azure_shown(a, c->hash, shown, sizeof(shown));
-		dv_warn("tier '%s': %s %s: %s (attempt %u of %u), retrying in %u ms",
-			a->base.name, c->method, shown,
-			describe(ret, resp, why, sizeof(why)), n + 1,
-			a->http.retries + 1, delay);
-		dv_http_sleep_ms(delay);
-		if (reset && reset(c)) {
-			ret = 0; /* nothing is left to ask for */
-			break;
-		}
-	}
-	if (ret && ret != -ENOENT && ret != -EACCES) {
-		dv_azure_shown(a, c->hash, shown, sizeof(shown));
-		dv_err("tier '%s': %s %s failed%s: %s", a->base.name, c->method,
-		       shown, n ? " after retries" : "",
-		       describe(ret, resp, why, sizeof(why)));
-	}
-	return dv_http_final_errno(ret);
+	snprintf(who, sizeof(who), "tier '%s'", a->base.name);
+	dv_azure_shown(a, c->hash, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "%s %s", c->method, shown);
+	ret = dv_http_call_run(&call, resp);
+	if (ret < 0)
+		log_failure(a, &call, resp);
+	return ret;
+}
+
+struct plain {
+	struct azure_tier *a;
+	struct az_call *c;
+};
+
+static int plain_attempt(void *ctx, struct dv_http_response *resp)
+{
+	struct plain *p = ctx;
+
+	return dv_azure_attempt(p->a, p->c, resp);
+}
+
+static const struct dv_http_call_ops plain_ops = {
+	.attempt = plain_attempt,
+	.error_code = error_code,
+};
+
+int dv_azure_request(struct azure_tier *a, struct az_call *c,
+		     struct dv_http_response *resp)
+{
+	struct plain p = { .a = a, .c = c };
+
+	return dv_azure_run(a, c, &plain_ops, &p, resp);
 }
 
 /* ---- lookup ---- */
@@ -484,7 +503,7 @@ int dv_azure_lookup(struct dv_tier *t, const char *hash, uint64_t size)
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
-	ret = dv_azure_request(a, &c, &resp, NULL);
+	ret = dv_azure_request(a, &c, &resp);
 	if (ret)
 		return ret;
 	if (resp.has_length && resp.content_length == size)
@@ -499,44 +518,51 @@ int dv_azure_lookup(struct dv_tier *t, const char *hash, uint64_t size)
 /* ---- download ---- */
 
 struct download {
+	struct azure_tier *a;
 	struct az_call call;
 	struct dv_http_sink_get get;
 	char range[64];
 };
 
 /*
- * Azure signs the Range, so it is ours; asked for even from byte 0. True
- * when every byte is in already.
+ * One attempt at the rest of the blob. Azure signs the Range, so it is
+ * ours, not the sink's; asked for even from byte 0 (a blob of the wrong
+ * size answers 416 instead of a body we would refuse).
  */
-static bool set_range(struct download *d)
+static int download_attempt(void *ctx, struct dv_http_response *resp)
 {
+	struct download *d = ctx;
+	int ret;
+
 	if (dv_http_sink_prepare(&d->get, NULL))
-		return true;
+		return 0; /* every byte is in */
 	d->get.ranged = d->get.size > 0;
 	d->call.range = NULL;
-	if (!d->get.ranged)
-		return false;
-	snprintf(d->range, sizeof(d->range), "bytes=%" PRIu64 "-%" PRIu64,
-		 d->get.sink->written, d->get.size - 1);
-	d->call.range = d->range;
-	return false;
+	d->call.expect_bytes = d->get.size - d->get.sink->written;
+	if (d->get.ranged) {
+		snprintf(d->range, sizeof(d->range),
+			 "bytes=%" PRIu64 "-%" PRIu64, d->get.sink->written,
+			 d->get.size - 1);
+		d->call.range = d->range;
+	}
+	ret = dv_azure_attempt(d->a, &d->call, resp);
+	return dv_http_sink_finish(&d->get, ret, resp);
 }
 
-static bool download_reset(struct az_call *c)
-{
-	return set_range((struct download *)c);
-}
+static const struct dv_http_call_ops download_ops = {
+	.attempt = download_attempt,
+	.error_code = error_code,
+};
 
 static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
 			  struct dv_sink *sink)
 {
 	struct azure_tier *a = dv_azure_downcast(t);
 	char who[256], shown[SHOWN_MAX];
-	struct download d = { .get = { .sink = sink, .size = size, .who = who,
-				       .shown = shown } };
+	struct download d = { .a = a, .get = { .sink = sink, .size = size,
+					       .who = who, .shown = shown } };
 	struct dv_http_response resp;
-	unsigned tries = 0;
-	int ret = 0;
+	int ret;
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
@@ -545,19 +571,12 @@ static int azure_download(struct dv_tier *t, const char *hash, uint64_t size,
 	d.call = (struct az_call){
 		.method = "GET", .hash = hash, .on_start = dv_http_sink_start,
 		.on_body = dv_http_sink_body, .arg = &d.get,
-		.problem = d.get.problem,
 	};
-	/* A body cut short is resumed from where it stopped, a few times. */
-	do {
-		if (set_range(&d))
-			break; /* every byte is in */
-		ret = dv_azure_request(a, &d.call, &resp, download_reset);
-		ret = dv_http_sink_finish(&d.get, ret, &resp);
-	} while (ret == -EPIPE && ++tries <= a->http.retries);
+	ret = dv_azure_run(a, &d.call, &download_ops, &d, &resp);
 	if (ret == 0)
 		dv_debug("tier '%s': downloaded %s (%" PRIu64 " bytes)", t->name,
 			 hash, size);
-	return dv_http_final_errno(ret);
+	return ret;
 }
 
 /* ---- lifecycle ---- */

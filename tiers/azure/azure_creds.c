@@ -18,11 +18,11 @@
 
 #include "config/log.h"
 #include "azure_token.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http.h"
 
 #define DEFAULT_AUTHORITY "https://login.microsoftonline.com"
 #define DEFAULT_IMDS "http://169.254.169.254"
-#define REFRESH_MARGIN 300   /* s before expiry, at most half the life */
 #define EXPIRY_SLACK 30      /* s: a token this close to expiry is not used */
 #define FAIL_HOLD 5          /* s an error is repeated without asking */
 #define TOKEN_CONNECT_TIMEOUT 5
@@ -355,14 +355,6 @@ static int resolve(struct dv_az_creds *c)
 
 /* ---- tokens ---- */
 
-static time_t refresh_at(const struct dv_az_token *t)
-{
-	time_t life = t->expires - t->obtained;
-	time_t margin = life / 2 < REFRESH_MARGIN ? life / 2 : REFRESH_MARGIN;
-
-	return t->expires - margin;
-}
-
 static bool usable(const struct dv_az_token *t, time_t now)
 {
 	return t->access_token && now + EXPIRY_SLACK < t->expires;
@@ -404,7 +396,8 @@ static int fresh_token(struct dv_az_creds *c)
 	struct dv_az_token t;
 	int ret;
 
-	if (c->token.access_token && now < refresh_at(&c->token))
+	if (c->token.access_token &&
+	    now < dv_http_refresh_at(c->token.obtained, c->token.expires))
 		return 0;
 	if (now < c->fail_until)
 		return usable(&c->token, now) ? 0 : c->fail_err;

@@ -10,6 +10,7 @@
 
 #include "azure.h"
 #include "azure_creds.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http.h"
 
 struct azure_tier {
@@ -22,7 +23,7 @@ struct azure_tier {
 	bool loopback;
 	struct dv_http http;
 	struct dv_az_creds *creds;
-	time_t denied_logged;  /* last detailed 403 line; atomic */
+	struct dv_http_denied denied; /* limits the detailed 401/403 lines */
 };
 
 struct azure_tier *dv_azure_downcast(struct dv_tier *t);
@@ -33,7 +34,8 @@ struct az_call {
 	const char *hash;             /* the blob <prefix><hash>.tar */
 	const char *query;            /* "comp=block&…" or NULL */
 	const char *headers[4];       /* more headers, NULL-terminated */
-	const char *range;            /* "bytes=S-E" or NULL */
+	const char *range;            /* "bytes=S-E" or NULL: signed, so ours */
+	uint64_t expect_bytes;        /* of the answer, for the deadline */
 	int body_fd;                  /* body: @body_fd_len bytes of this fd… */
 	uint64_t body_fd_len;
 	const void *body;             /* …or these */
@@ -41,28 +43,32 @@ struct az_call {
 	dv_http_start_fn on_start;
 	dv_http_body_fn on_body;
 	void *arg;
-	const char *problem;          /* why on_start/on_body refused (the
-				       * caller clears it), or NULL */
 };
 
 /*
- * Makes one attempt at @c and maps the outcome: 0 for a 2xx answer, else
- * -errno (-ENOENT for 404, -EACCES for 401/403 with a clear log line,
- * -EAGAIN for 5xx/429/408, what dv_http_perform() returned, -EIO).
+ * Makes one attempt at @c (signed now, with a fresh x-ms-date) and maps
+ * the outcome: 0 for a 2xx answer, else -errno (-ENOENT for 404, -EACCES
+ * for 401/403, -EAGAIN for 5xx/429/408, -EIO for 416, what
+ * dv_http_perform() returned). Logs nothing but local refusals.
  */
 int dv_azure_attempt(struct azure_tier *a, struct az_call *c,
 		     struct dv_http_response *resp);
 
 /*
- * dv_azure_attempt() until it succeeds, fails for good, or the retries
- * of http: are spent; logs the final failure unless it is -ENOENT.
- * Returns 0 or -errno mapped by dv_http_final_errno(). @reset, if not
- * NULL, runs before each retry (a fresh body, a resumed Range); when it
- * returns true nothing is left to ask for, and the call has succeeded.
+ * Runs the attempts of @ops (with @ctx) through dv_http_call_run(): the
+ * retries of http:, then one final line unless the call ended in -ENOENT
+ * (a refusal names the credential in use, rate-limited by a->denied). @c
+ * names the request in log lines. Returns 0 or -errno mapped by
+ * dv_http_final_errno().
  */
+int dv_azure_run(struct azure_tier *a, const struct az_call *c,
+		 const struct dv_http_call_ops *ops, void *ctx,
+		 struct dv_http_response *resp);
+
+/* dv_azure_run() of dv_azure_attempt(@c): nothing to resume, a body
+ * (fd or buffer) that is sent whole again. */
 int dv_azure_request(struct azure_tier *a, struct az_call *c,
-		     struct dv_http_response *resp,
-		     bool (*reset)(struct az_call *c));
+		     struct dv_http_response *resp);
 
 /* "<base_url>/<prefix><hash>.tar" for log lines (no query: no SAS). */
 void dv_azure_shown(struct azure_tier *a, const char *hash, char *buf,

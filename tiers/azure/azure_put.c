@@ -41,7 +41,7 @@ static int put_blob(struct azure_tier *a, const char *hash, int fd,
 	};
 	struct dv_http_response resp;
 
-	return dv_azure_request(a, &c, &resp, NULL);
+	return dv_azure_request(a, &c, &resp);
 }
 
 /* ---- block list ---- */
@@ -90,7 +90,7 @@ static int put_block(struct blocks *b, unsigned i, char *buf)
 	c.query = query;
 	c.body = buf;
 	c.body_len = len;
-	ret = dv_azure_request(b->a, &c, &resp, NULL);
+	ret = dv_azure_request(b->a, &c, &resp);
 	free(query);
 	return ret;
 }
@@ -145,7 +145,7 @@ static int commit_blocks(struct blocks *b)
 	len += (size_t)snprintf(xml + len, cap - len, "%s", tail);
 	c.body = xml;
 	c.body_len = len;
-	ret = dv_azure_request(b->a, &c, &resp, NULL);
+	ret = dv_azure_request(b->a, &c, &resp);
 	free(xml);
 	return ret;
 }

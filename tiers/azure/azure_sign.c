@@ -1,8 +1,9 @@
 /*
  * Shared Key signing, SAS tokens and connection strings (azure_sign.h).
- * Pure functions over strings: no network, no logging, no globals. The
- * reference they are tested against is the testkit's azsign.py, which
- * Azurite accepts.
+ * Pure functions over strings: no network, no logging, no globals. They
+ * are tested against Microsoft's Python SDK (azure-storage-blob) and the
+ * testkit's azsign.py, and Azurite checks every signature of the
+ * integration tests.
  */
 #include "azure_sign.h"
 
@@ -102,10 +103,35 @@ static int find_header(const char *const *headers, const char *lname,
 	return have ? 0 : -ENOENT;
 }
 
+/*
+ * The order the service sorts x-ms-* names in, as Microsoft's SDKs
+ * emulate it (azure-storage-blob's _storage_header_sort): not ASCII, since
+ * punctuation comes before digits ("x-ms-meta-a_b" before
+ * "x-ms-meta-a0"). Names are lowercase here; a character outside the
+ * list (none is valid in a header name) sorts last.
+ */
+static const char header_order[] =
+	"-!#$%&*.^_|~+\"'(),/`0123456789:;<=>?@abcdefghijklmnopqrstuvwxyz{}";
+
+static int weight(char c)
+{
+	const char *p = c ? strchr(header_order, c) : NULL;
+
+	return p ? (int)(p - header_order) : (int)sizeof(header_order);
+}
+
 static int by_name(const void *a, const void *b)
 {
-	return strcmp(((const struct header *)a)->name,
-		      ((const struct header *)b)->name);
+	const char *x = ((const struct header *)a)->name;
+	const char *y = ((const struct header *)b)->name;
+
+	while (*x && *x == *y) {
+		x++;
+		y++;
+	}
+	if (!*x || !*y)
+		return (unsigned char)*x - (unsigned char)*y;
+	return weight(*x) - weight(*y);
 }
 
 static int put_xms_headers(struct out *o, const char *const *headers)
@@ -145,8 +171,8 @@ static int hexval(int c)
 }
 
 /* Percent-decodes @n bytes of @s into @dst (at least n + 1 bytes); a '+'
- * is a blank when @plus (query strings, as the service reads them). */
-static void pct_decode(const char *s, size_t n, bool plus, char *dst)
+ * is a blank (query strings, as the service reads them). */
+static void pct_decode(const char *s, size_t n, char *dst)
 {
 	size_t j = 0;
 
@@ -157,7 +183,7 @@ static void pct_decode(const char *s, size_t n, bool plus, char *dst)
 		if (s[i] == '%' && hi >= 0 && lo >= 0) {
 			dst[j++] = (char)(hi * 16 + lo);
 			i += 2;
-		} else if (plus && s[i] == '+') {
+		} else if (s[i] == '+') {
 			dst[j++] = ' ';
 		} else {
 			dst[j++] = s[i];
@@ -193,11 +219,10 @@ static int parse_query(const char *q, struct param *p, size_t *np)
 				return -E2BIG;
 			if (nlen >= PARAM_MAX || vlen >= PARAM_MAX)
 				return -EINVAL;
-			pct_decode(q, nlen, true, p[*np].name);
+			pct_decode(q, nlen, p[*np].name);
 			for (char *c = p[*np].name; *c; c++)
 				*c = (char)tolower((unsigned char)*c);
-			pct_decode(eq ? eq + 1 : q + len, vlen, true,
-				   p[*np].value);
+			pct_decode(eq ? eq + 1 : q + len, vlen, p[*np].value);
 			(*np)++;
 		}
 		q += len;
@@ -208,24 +233,30 @@ static int parse_query(const char *q, struct param *p, size_t *np)
 	return 0;
 }
 
+/*
+ * "/<account><path>" and the query lines. The path is signed as sent,
+ * still percent-encoded ("the resource's encoded URI path" of the Shared
+ * Key specification; the SDKs and Azurite do the same), so the one string
+ * is what goes on the wire and what is signed. Query names and values are
+ * decoded, names lowercased and sorted, and a repeated name is one line
+ * with its values sorted and comma-joined, as the specification says
+ * (the Python SDK and Azurite keep only the last value; neither they nor
+ * this daemon send a name twice).
+ */
 static int put_resource(struct out *o, const char *account,
 			const struct dv_az_sign_input *in)
 {
-	size_t plen = strlen(in->path);
-	char *path = malloc(plen + 1);
 	struct param *p = calloc(MAX_QUERY_PARAMS, sizeof(*p));
 	size_t np;
-	int ret = -ENOMEM;
+	int ret;
 
-	if (!path || !p)
-		goto out;
-	pct_decode(in->path, plen, false, path);
+	if (!p)
+		return -ENOMEM;
 	put(o, "/");
 	put(o, account);
-	put(o, path);
+	put(o, in->path);
 	ret = parse_query(in->query, p, &np);
 	for (size_t i = 0; ret == 0 && i < np; i++) {
-		/* Repeated names: one line, values comma-joined (sorted). */
 		if (i > 0 && strcmp(p[i].name, p[i - 1].name) == 0) {
 			put(o, ",");
 		} else {
@@ -235,8 +266,6 @@ static int put_resource(struct out *o, const char *account,
 		}
 		put(o, p[i].value);
 	}
-out:
-	free(path);
 	free(p);
 	return ret;
 }

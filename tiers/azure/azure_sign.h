@@ -8,8 +8,9 @@
  *   VERB \n Content-Encoding \n Content-Language \n Content-Length \n
  *   Content-MD5 \n Content-Type \n Date \n If-Modified-Since \n If-Match \n
  *   If-None-Match \n If-Unmodified-Since \n Range \n
- *   <x-ms-* headers: lowercase name, sorted, "name:value\n">
- *   /<account><URL path, percent-decoded>
+ *   <x-ms-* headers: lowercase name, sorted in the service's order
+ *    (punctuation before digits), "name:value\n">
+ *   /<account><URL path, as sent: still percent-encoded>
  *   <"\n" name ":" value for each query parameter: lowercase name, sorted,
  *    values decoded and comma-joined>
  *

@@ -3,9 +3,11 @@
  * Entra ID's v2.0 token endpoint (client secret or federated assertion),
  * App Service's identity endpoint, or the instance metadata service.
  *
- * Answers are JSON, read with libyaml's event parser (JSON is YAML's flow
- * style); only the top-level scalars we need are kept. Nothing here
- * caches: azure_creds.c decides when to ask.
+ * Answers are JSON, read with the network layer's field reader
+ * (tiers/net/json.h); retries are its call loop's (tiers/net/call.h).
+ * Token endpoints carry secrets (a client secret, the identity header):
+ * their requests never follow redirects (the http.h default). Nothing
+ * here caches: azure_creds.c decides when to ask.
  */
 #include "azure_token.h"
 
@@ -14,14 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "config/log.h"
 #include "config/util.h"
 #include "azure_sign.h"
+#include "tiers/net/call.h"
+#include "tiers/net/json.h"
 
 #define WHY_MAX 256
-#define FIELD_MAX 1024
 #define ASSERTION_MAX (64u << 10)
 
 const char *dv_az_token_source_name(enum dv_az_token_source s)
@@ -47,125 +49,17 @@ void dv_az_token_release(struct dv_az_token *t)
 
 /* ---- the answer ---- */
 
-struct fields {
-	char *access_token;
-	char *expires_in;
-	char *expires_on;
-	char *error;
-	char *error_description;
-};
+enum { F_TOKEN, F_EXPIRES_IN, F_EXPIRES_ON, F_ERROR, F_DESCRIPTION, F_N };
 
-static void fields_release(struct fields *f)
+static void fields_init(struct dv_json_field f[F_N])
 {
-	dv_az_free_secret(f->access_token);
-	free(f->expires_in);
-	free(f->expires_on);
-	free(f->error);
-	free(f->error_description);
-}
+	static const char *const keys[F_N] = {
+		"access_token", "expires_in", "expires_on", "error",
+		"error_description",
+	};
 
-static char **slot_of(struct fields *f, const char *key)
-{
-	if (strcmp(key, "access_token") == 0)
-		return &f->access_token;
-	if (strcmp(key, "expires_in") == 0)
-		return &f->expires_in;
-	if (strcmp(key, "expires_on") == 0)
-		return &f->expires_on;
-	if (strcmp(key, "error") == 0)
-		return &f->error;
-	if (strcmp(key, "error_description") == 0)
-		return &f->error_description;
-	return NULL;
-}
-
-static int next_event(yaml_parser_t *p, yaml_event_t *e)
-{
-	return yaml_parser_parse(p, e) ? 0 : -EPROTO;
-}
-
-/* Skips the rest of a nested mapping or sequence that just started. */
-static int skip_nested(yaml_parser_t *p)
-{
-	int depth = 1;
-
-	while (depth > 0) {
-		yaml_event_t e;
-
-		if (next_event(p, &e))
-			return -EPROTO;
-		if (e.type == YAML_MAPPING_START_EVENT ||
-		    e.type == YAML_SEQUENCE_START_EVENT)
-			depth++;
-		else if (e.type == YAML_MAPPING_END_EVENT ||
-			 e.type == YAML_SEQUENCE_END_EVENT)
-			depth--;
-		else if (e.type == YAML_STREAM_END_EVENT)
-			depth = 0;
-		yaml_event_delete(&e);
-	}
-	return 0;
-}
-
-/* One "key": value pair, or 1 at the end of the mapping. */
-static int read_pair(yaml_parser_t *p, struct fields *f)
-{
-	yaml_event_t k, v;
-	char **slot;
-	int ret = 0;
-
-	if (next_event(p, &k))
-		return -EPROTO;
-	if (k.type == YAML_MAPPING_END_EVENT) {
-		yaml_event_delete(&k);
-		return 1;
-	}
-	if (k.type != YAML_SCALAR_EVENT || next_event(p, &v)) {
-		yaml_event_delete(&k);
-		return -EPROTO;
-	}
-	slot = slot_of(f, (const char *)k.data.scalar.value);
-	if (v.type == YAML_MAPPING_START_EVENT ||
-	    v.type == YAML_SEQUENCE_START_EVENT) {
-		ret = skip_nested(p);
-	} else if (v.type != YAML_SCALAR_EVENT) {
-		ret = -EPROTO;
-	} else if (slot) {
-		size_t max = slot == &f->access_token ? DV_AZ_TOKEN_MAX : FIELD_MAX;
-		size_t len = v.data.scalar.length;
-
-		dv_az_free_secret(*slot);
-		*slot = strndup((const char *)v.data.scalar.value,
-				len < max ? len : max);
-		if (!*slot)
-			ret = -ENOMEM;
-	}
-	yaml_event_delete(&k);
-	yaml_event_delete(&v);
-	return ret;
-}
-
-static int read_fields(const char *text, size_t len, struct fields *f)
-{
-	yaml_parser_t p;
-	yaml_event_t e;
-	int ret = 0;
-
-	if (!yaml_parser_initialize(&p))
-		return -ENOMEM;
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	/* stream start, document start, then the object itself */
-	for (int i = 0; i < 3 && ret == 0; i++) {
-		ret = next_event(&p, &e);
-		if (ret == 0 && i == 2 && e.type != YAML_MAPPING_START_EVENT)
-			ret = -EPROTO;
-		if (ret == 0)
-			yaml_event_delete(&e);
-	}
-	for (int n = 0; ret == 0; n++)
-		ret = n < 256 ? read_pair(&p, f) : -EPROTO;
-	yaml_parser_delete(&p);
-	return ret == 1 ? 0 : ret;
+	for (size_t i = 0; i < F_N; i++)
+		f[i] = (struct dv_json_field){ .key = keys[i] };
 }
 
 /* Printable ASCII only: a service's text goes into our log lines. */
@@ -179,16 +73,16 @@ static void clean_copy(char *dst, size_t len, const char *src)
 		dst[j] = '\0';
 }
 
-static void say_why(const struct fields *f, const char *fallback, char *why,
-		    size_t whylen)
+static void say_why(const struct dv_json_field f[F_N], const char *fallback,
+		    char *why, size_t whylen)
 {
 	char e[64], d[200];
 
 	if (!why || !whylen)
 		return;
-	clean_copy(e, sizeof(e), f->error);
-	clean_copy(d, sizeof(d), f->error_description);
-	if (f->error || f->error_description)
+	clean_copy(e, sizeof(e), f[F_ERROR].value);
+	clean_copy(d, sizeof(d), f[F_DESCRIPTION].value);
+	if (f[F_ERROR].value || f[F_DESCRIPTION].value)
 		snprintf(why, whylen, "%s%s%s", e, *e && *d ? ": " : "", d);
 	else
 		snprintf(why, whylen, "%s", fallback);
@@ -208,36 +102,41 @@ static bool parse_epoch(const char *s, uint64_t *out)
 int dv_az_token_parse(const char *text, size_t len, time_t now,
 		      struct dv_az_token *out, char *why, size_t whylen)
 {
-	struct fields f = { NULL };
+	struct dv_json_field f[F_N];
+	const char *tok;
 	uint64_t v;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = read_fields(text, len, &f);
+	fields_init(f);
+	ret = dv_json_get(text, len, f, F_N, NULL, 0);
 	if (ret) {
-		say_why(&f, "the answer is not a JSON object", why, whylen);
+		say_why(f, "the answer is not a JSON object", why, whylen);
+		ret = ret == -ENOMEM ? ret : -EPROTO;
 		goto out;
 	}
 	ret = -EPROTO;
-	if (!f.access_token || !*f.access_token) {
-		say_why(&f, "no access_token in the answer", why, whylen);
+	tok = f[F_TOKEN].value;
+	if (!tok || !*tok || strlen(tok) > DV_AZ_TOKEN_MAX) {
+		say_why(f, tok && *tok ? "the access_token is too long" :
+			"no access_token in the answer", why, whylen);
 		goto out;
 	}
 	out->obtained = now;
-	if (parse_epoch(f.expires_in, &v) && v < (1u << 30))
+	if (parse_epoch(f[F_EXPIRES_IN].value, &v) && v < (1u << 30))
 		out->expires = now + (time_t)v;
-	else if (parse_epoch(f.expires_on, &v) && v < (1ull << 40))
+	else if (parse_epoch(f[F_EXPIRES_ON].value, &v) && v < (1ull << 40))
 		out->expires = (time_t)v;
 	else {
-		say_why(&f, "no expires_in or expires_on in the answer", why,
+		say_why(f, "no expires_in or expires_on in the answer", why,
 			whylen);
 		goto out;
 	}
-	out->access_token = f.access_token;
-	f.access_token = NULL;
+	out->access_token = f[F_TOKEN].value;
+	f[F_TOKEN].value = NULL;
 	ret = 0;
 out:
-	fields_release(&f);
+	dv_json_release(f, F_N);
 	return ret;
 }
 
@@ -382,40 +281,48 @@ static int status_errno(const struct dv_az_token_req *r, long status)
 	return dv_http_status_errno(status);
 }
 
-static int attempt(struct dv_http *h, const struct call *c,
-		   struct dv_http_response *resp, struct dv_az_token *out,
-		   char *why, size_t whylen)
+struct fetch {
+	struct dv_http *http;
+	const struct dv_az_token_req *r;
+	struct call c;
+	struct dv_az_token *out;
+	char why[WHY_MAX];   /* of the last attempt */
+};
+
+/* One request; an answer that is not a token is not worth repeating. */
+static int fetch_attempt(void *ctx, struct dv_http_response *resp)
 {
+	struct fetch *f = ctx;
 	struct dv_http_buf buf;
 	struct dv_http_request req = {
-		.method = c->method,
-		.url = c->url,
-		.headers = c->headers,
-		.body = c->body,
-		.body_len = c->body ? strlen(c->body) : 0,
+		.method = f->c.method,
+		.url = f->c.url,
+		.headers = f->c.headers,
+		.body = f->c.body,
+		.body_len = f->c.body ? strlen(f->c.body) : 0,
 		.max_body = DV_AZ_TOKEN_DOC_MAX,
 		.on_body = dv_http_buf_append,
+		.arg = &buf,
 	};
-	struct fields f = { NULL };
 	int ret;
 
+	f->why[0] = '\0';
 	dv_http_buf_init(&buf, DV_AZ_TOKEN_DOC_MAX);
-	req.arg = &buf;
-	ret = dv_http_perform(h, &req, resp);
+	ret = dv_http_perform(f->http, &req, resp);
 	if (ret) {
-		snprintf(why, whylen, "%s", resp->detail[0] ? resp->detail :
-			 strerror(-ret));
+		snprintf(f->why, sizeof(f->why), "%s", resp->detail[0] ?
+			 resp->detail : strerror(-ret));
 	} else if (resp->status >= 200 && resp->status <= 299) {
 		ret = dv_az_token_parse(buf.data ? buf.data : "", buf.len,
-					time(NULL), out, why, whylen);
+					time(NULL), f->out, f->why,
+					sizeof(f->why));
 		if (ret)
-			ret = -EIO;
+			ret = ret == -ENOMEM ? ret : -EIO;
 	} else {
-		/* Error answers are JSON too; their text says why. The
-		 * caller maps the status. */
-		read_fields(resp->errbody, strlen(resp->errbody), &f);
-		say_why(&f, "", why, whylen);
-		fields_release(&f);
+		/* Error answers are JSON too; their text says why. */
+		dv_json_reason(resp->errbody, strlen(resp->errbody), f->why,
+			       sizeof(f->why));
+		ret = status_errno(f->r, resp->status);
 	}
 	if (buf.data)
 		explicit_bzero(buf.data, buf.len);
@@ -423,56 +330,72 @@ static int attempt(struct dv_http *h, const struct call *c,
 	return ret;
 }
 
+/* The OAuth "error" of a failed answer, for the retry lines. */
+static void fetch_error_code(const struct dv_http_response *resp, char *buf,
+			     size_t len)
+{
+	struct dv_json_field f = { .key = "error" };
+
+	dv_json_get(resp->errbody, strlen(resp->errbody), &f, 1, NULL, 0);
+	clean_copy(buf, len, f.value ? f.value : "");
+	dv_json_release(&f, 1);
+}
+
+static const struct dv_http_call_ops fetch_ops = {
+	.attempt = fetch_attempt,
+	.error_code = fetch_error_code,
+};
+
+/* The final line, in the wording operators (and tests) look for. */
+static void log_failure(const char *tier, const struct fetch *f, int ret,
+			const struct dv_http_response *resp, const char *shown)
+{
+	const char *src = dv_az_token_source_name(f->r->source);
+
+	if (resp->status && (resp->status < 200 || resp->status > 299))
+		dv_err("tier '%s': %s: %s %s: HTTP %ld%s%s", tier, src,
+		       ret == -EACCES ? "refused by" : "no token from", shown,
+		       resp->status, f->why[0] ? ": " : "", f->why);
+	else
+		dv_err("tier '%s': %s: no token from %s: %s", tier, src, shown,
+		       f->why[0] ? f->why : strerror(-ret));
+}
+
 int dv_az_token_fetch(struct dv_http *h, const char *tier,
 		      const struct dv_az_token_req *r, struct dv_az_token *out)
 {
-	struct call c = { NULL };
+	struct fetch f = { .http = h, .r = r, .out = out };
+	char who[256], what[640], shown[512];
+	struct dv_http_call call = {
+		.http = h, .ops = &fetch_ops, .ctx = &f, .who = who,
+		.what = what, .flags = DV_HTTP_CALL_QUIET,
+	};
 	struct dv_http_response resp;
-	char why[WHY_MAX], shown[512];
-	unsigned n;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (r->source == DV_AZ_TOKEN_CLIENT_SECRET ||
 	    r->source == DV_AZ_TOKEN_WORKLOAD)
-		ret = entra_call(tier, r, &c);
+		ret = entra_call(tier, r, &f.c);
 	else
-		ret = identity_call(r, &c);
+		ret = identity_call(r, &f.c);
 	if (ret)
 		goto out;
-	dv_http_redact(c.url, shown, sizeof(shown));
-	for (n = 0;; n++) {
-		why[0] = '\0';
-		ret = attempt(h, &c, &resp, out, why, sizeof(why));
-		if (ret == 0 && !out->access_token)
-			ret = status_errno(r, resp.status);
-		if (ret == 0 || !dv_http_transient(ret) || n >= h->retries)
-			break;
-		if (resp.status && !out->access_token)
-			snprintf(why, sizeof(why), "HTTP %ld", resp.status);
-		dv_warn("tier '%s': %s token from %s: %s (attempt %u of %u), retrying",
-			tier, dv_az_token_source_name(r->source), shown, why,
-			n + 1, h->retries + 1);
-		dv_http_sleep_ms(dv_http_backoff_ms(n));
-	}
+	dv_http_redact(f.c.url, shown, sizeof(shown));
+	snprintf(who, sizeof(who), "tier '%s'", tier);
+	snprintf(what, sizeof(what), "%s token from %s",
+		 dv_az_token_source_name(r->source), shown);
+	ret = dv_http_call_run(&call, &resp);
 	if (ret == 0) {
 		dv_debug("tier '%s': got a token from %s (%s), valid %lld s",
 			 tier, dv_az_token_source_name(r->source), shown,
 			 (long long)(out->expires - out->obtained));
 		goto out;
 	}
-	if (resp.status && (resp.status < 200 || resp.status > 299))
-		dv_err("tier '%s': %s: %s %s: HTTP %ld%s%s", tier,
-		       dv_az_token_source_name(r->source),
-		       ret == -EACCES ? "refused by" : "no token from", shown,
-		       resp.status, why[0] ? ": " : "", why);
-	else
-		dv_err("tier '%s': %s: no token from %s: %s", tier,
-		       dv_az_token_source_name(r->source), shown,
-		       why[0] ? why : strerror(-ret));
+	log_failure(tier, &f, call.last_err, &resp, shown);
 	if (ret != -EACCES && ret != -ENOMEM)
 		ret = -EIO;
 out:
-	call_release(&c);
+	call_release(&f.c);
 	return ret;
 }

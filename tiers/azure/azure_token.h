@@ -1,6 +1,6 @@
 /*
  * The token services of DefaultAzureCredential's chain (azure_creds.h):
- * one request for one access token, and its JSON answer read with libyaml.
+ * one request for one access token, and its JSON answer (tiers/net/json.h).
  * Which service to ask, caching and refreshing are azure_creds.c's.
  */
 #ifndef DV_AZURE_TOKEN_H
