@@ -2,6 +2,7 @@
  * datavoctl: the operator's tool.
  *
  *   datavoctl publish --dataset NAME [--revision N] [--keys k1,k2] [--link]
+ *                     [--chunk-size SIZE | --no-chunks]
  *                     SRC_DIR ORIGIN_DIR
  *   datavoctl status [--json] MOUNTPOINT
  *   datavoctl inspect [-c CONFIG]
@@ -22,6 +23,7 @@
 #include "config/util.h"
 #include "ctl.h"
 #include "publish.h"
+#include "tiers/core/chunks.h"
 
 #define MAX_KEYS 64
 
@@ -29,6 +31,7 @@ static int usage(FILE *out)
 {
 	fprintf(out,
 		"usage: datavoctl publish --dataset NAME [--revision N] [--keys k1,k2] [--link]\n"
+		"                         [--chunk-size SIZE | --no-chunks]\n"
 		"                         SRC_DIR ORIGIN_DIR\n"
 		"       datavoctl status [--json] MOUNTPOINT\n"
 		"       datavoctl inspect [-c CONFIG]\n"
@@ -61,6 +64,8 @@ static int cmd_publish(int argc, char **argv)
 		{ "revision", required_argument, NULL, 'r' },
 		{ "keys", required_argument, NULL, 'k' },
 		{ "link", no_argument, NULL, 'l' },
+		{ "chunk-size", required_argument, NULL, 'c' },
+		{ "no-chunks", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -68,9 +73,10 @@ static int cmd_publish(int argc, char **argv)
 	struct dv_publish_result res;
 	const char *keys[MAX_KEYS];
 	char err[1024], line[1024];
+	uint64_t cs;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "d:r:k:lh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:r:k:lc:nh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o.dataset = optarg;
@@ -92,6 +98,17 @@ static int cmd_publish(int argc, char **argv)
 			break;
 		case 'l':
 			o.copy = false;
+			break;
+		case 'c':
+			if (dv_parse_size(optarg, &cs) || !dv_chunks_valid_size(cs)) {
+				fprintf(stderr, "datavoctl publish: --chunk-size %s: use a power of two from 64KiB to 64MiB\n",
+					optarg);
+				return 2;
+			}
+			o.chunk_size = (uint32_t)cs;
+			break;
+		case 'n':
+			o.no_chunks = true;
 			break;
 		case 'h':
 			return usage(stdout);

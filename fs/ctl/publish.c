@@ -31,6 +31,7 @@
 #include <xxhash.h>
 
 #include "config/util.h"
+#include "tiers/core/chunks.h"
 #include "tiers/core/digest.h"
 #include "tiers/origin/origin.h"
 #include "tiers/core/sink.h"
@@ -45,6 +46,9 @@ struct src_shard {
 	mode_t mode;
 	uint8_t sha256[32];
 	char hash[33];            /* content_hash at pub.hash_rev */
+	struct dv_chunks chunks;  /* n == 0 and no pin: no list */
+	bool has_chunks;
+	uint8_t chunks_pin[32];   /* the list's digest, for the manifest */
 };
 
 struct pub {
@@ -247,6 +251,26 @@ static bool is_tar_name(const char *name)
 }
 
 /* Adds SRC/@name: checks it, measures it, hashes its bytes. */
+/* The whole digest and, unless disabled, the chunk list: one read. */
+static int hash_source(struct pub *p, int fd, struct src_shard *s)
+{
+	uint32_t cs = p->o->no_chunks ? 0 : p->o->chunk_size ? p->o->chunk_size
+							      : DV_CHUNK_SIZE_DEFAULT;
+	char *text;
+	size_t len;
+	int ret;
+
+	ret = dv_chunks_of_fd(fd, cs, s->sha256, &s->chunks);
+	if (ret || !cs)
+		return ret;
+	ret = dv_chunks_format(&s->chunks, &text, &len, s->chunks_pin);
+	if (ret)
+		return ret;
+	free(text);
+	s->has_chunks = true;
+	return 0;
+}
+
 static int add_source(struct pub *p, const char *name, size_t *cap)
 {
 	struct src_shard *s;
@@ -278,7 +302,7 @@ static int add_source(struct pub *p, const char *name, size_t *cap)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		ret = fail(p, -EINVAL, "%s: not a regular file", path);
 	if (ret == 0) {
-		ret = dv_sha256_fd(fd, s->sha256);
+		ret = hash_source(p, fd, s);
 		if (ret)
 			fail(p, ret, "%s: %s", path, strerror(-ret));
 	}
@@ -483,6 +507,34 @@ static int place_shard(struct pub *p, const struct src_shard *s,
 	return 0;
 }
 
+/* ORIGIN/shards/<hash>.chunks, before any manifest pins it. */
+static int place_chunks(struct pub *p, const struct src_shard *s,
+			const char *dir)
+{
+	char path[PATH_MAX], file[80], *text;
+	uint8_t pin[32];
+	struct iovec iov;
+	size_t len;
+	int ret;
+
+	if (!s->has_chunks)
+		return 0;
+	snprintf(file, sizeof(file), "%s.chunks", s->hash);
+	ret = join(path, sizeof(path), dir, file);
+	if (ret)
+		return fail(p, ret, "%s: path too long", dir);
+	ret = dv_chunks_format(&s->chunks, &text, &len, pin);
+	if (ret)
+		return ret;
+	iov.iov_base = text;
+	iov.iov_len = len;
+	ret = dv_doc_write_atomic(path, &iov, 1, 0644, 0);
+	free(text);
+	if (ret)
+		return fail(p, ret, "%s: %s", path, strerror(-ret));
+	return 0;
+}
+
 static int place_shards(struct pub *p, struct dv_publish_result *res)
 {
 	char dir[PATH_MAX];
@@ -496,6 +548,8 @@ static int place_shards(struct pub *p, struct dv_publish_result *res)
 		return fail(p, ret, "%s: %s", dir, strerror(-ret));
 	for (size_t i = 0; i < p->n; i++) {
 		ret = place_shard(p, &p->shards[i], dir, res);
+		if (ret == 0)
+			ret = place_chunks(p, &p->shards[i], dir);
 		if (ret)
 			return ret;
 	}
@@ -603,9 +657,13 @@ static void manifest_json(const struct pub *p, uint64_t rev, struct sbuf *b)
 		dv_hex_encode(s->sha256, 32, sha);
 		sb_add(b, "  {\"name\": ", 11);
 		sb_json(b, s->name);
-		sb_printf(b, ", \"index\": %zu, \"content_hash\": \"%s\", \"size\": %llu, \"sha256\": \"%s\"}%s\n",
-			  i, s->hash, (unsigned long long)s->size, sha,
-			  i + 1 < p->n ? "," : "");
+		sb_printf(b, ", \"index\": %zu, \"content_hash\": \"%s\", \"size\": %llu, \"sha256\": \"%s\"",
+			  i, s->hash, (unsigned long long)s->size, sha);
+		if (s->has_chunks) {
+			dv_hex_encode(s->chunks_pin, 32, sha);
+			sb_printf(b, ", \"chunks\": \"%s\"", sha);
+		}
+		sb_printf(b, "}%s\n", i + 1 < p->n ? "," : "");
 	}
 	sb_add(b, " ]}\n", 4);
 }
@@ -761,7 +819,10 @@ static bool same_shards(const struct pub *p, const struct dv_manifest *m)
 
 		if (strcmp(dv_manifest_name(m, ms), s->name) != 0 ||
 		    strcmp(ms->hash, s->hash) != 0 || ms->size != s->size ||
-		    ms->index != i || memcmp(ms->sha256, s->sha256, 32) != 0)
+		    ms->index != i || memcmp(ms->sha256, s->sha256, 32) != 0 ||
+		    ms->has_chunks != s->has_chunks ||
+		    (s->has_chunks &&
+		     memcmp(dv_manifest_chunks_pin(m, ms), s->chunks_pin, 32) != 0))
 			return false;
 	}
 	return true;
@@ -876,8 +937,10 @@ int dv_publish(const struct dv_publish_opts *o, struct dv_publish_result *res,
 	}
 	if (ret == -ENOMEM)
 		fail(&p, ret, "out of memory");
-	for (size_t i = 0; i < p.n; i++)
+	for (size_t i = 0; i < p.n; i++) {
 		free(p.shards[i].name);
+		dv_chunks_release(&p.shards[i].chunks);
+	}
 	free(p.shards);
 	for (size_t i = 0; i < p.nkeys; i++)
 		free(p.keys[i]);

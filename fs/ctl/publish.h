@@ -4,6 +4,8 @@
  *
  *   SRC_DIR/<name>.tar, sorted by name   → shard index 0 .. n-1
  *   ORIGIN/shards/<content_hash>.tar     hard link (or copy), mode 0644
+ *   ORIGIN/shards/<content_hash>.chunks  its chunk list (chunks.h), pinned
+ *                                        by the manifest's "chunks" digest
  *   ORIGIN/<dataset>/revisions/<N>.json  the new revision
  *   ORIGIN/<dataset>/manifest.json       the same document
  *   ORIGIN/datasets.json                 sorted, unique, with <dataset>
@@ -61,6 +63,8 @@ struct dv_publish_opts {
 	bool copy;                 /* always copy; default: hard link when the
 				      source is on the same filesystem and
 				      world-readable, else copy */
+	uint32_t chunk_size;       /* of the chunk lists; 0: the default */
+	bool no_chunks;            /* publish no chunk lists */
 };
 
 struct dv_publish_result {

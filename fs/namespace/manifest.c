@@ -305,6 +305,7 @@ enum {
 	S_HASH = 1 << 2,
 	S_SIZE = 1 << 3,
 	S_SHA256 = 1 << 4,
+	S_CHUNKS = 1 << 5,   /* optional */
 	S_ALL = (1 << 5) - 1,
 };
 
@@ -324,6 +325,7 @@ struct sparse {
 	unsigned seen;
 	struct dv_manifest_shard s;
 	char name[DV_NAME_MAX + 1];
+	uint8_t pin[32];          /* of the chunk list, when s.has_chunks */
 };
 
 /*
@@ -407,16 +409,16 @@ static int shard_hex(struct jp *jp, struct sparse *sp, const char *what,
 static int shard_member(struct jp *jp, const char *key, void *ctx)
 {
 	static const char *const keys[] = { "name", "index", "content_hash",
-					    "size", "sha256" };
+					    "size", "sha256", "chunks" };
 	struct sparse *sp = ctx;
 	const char *hex;
 	unsigned bit;
 	size_t k;
 	int ret;
 
-	for (k = 0; k < 5 && strcmp(key, keys[k]); k++)
+	for (k = 0; k < 6 && strcmp(key, keys[k]); k++)
 		;
-	if (k == 5)
+	if (k == 6)
 		return 1;
 	bit = 1u << k;
 	if (sp->seen & bit)
@@ -434,6 +436,12 @@ static int shard_member(struct jp *jp, const char *key, void *ctx)
 		if (ret == 0)
 			memcpy(sp->s.hash, hex, strlen(hex) + 1);
 		return ret;
+	case S_CHUNKS:
+		ret = shard_hex(jp, sp, "chunks", 64, 64, &hex);
+		if (ret == 0)
+			ret = dv_hex_decode(hex, sp->pin, 32);
+		sp->s.has_chunks = ret == 0;
+		return ret;
 	default:
 		ret = shard_hex(jp, sp, "sha256", 64, 64, &hex);
 		if (ret == 0)
@@ -449,7 +457,8 @@ static int shard_add(struct jp *jp, struct sparse *sp)
 					    "size", "sha256" };
 	struct mparse *mp = sp->mp;
 	struct dv_manifest *m = mp->m;
-	size_t len = sp->s.name_len + 1;
+	size_t nlen = sp->s.name_len + 1;
+	size_t len = nlen + (sp->s.has_chunks ? 32 : 0);
 	void *p;
 	unsigned k;
 
@@ -470,7 +479,9 @@ static int shard_add(struct jp *jp, struct sparse *sp)
 		return -ENOMEM;
 	m->shards = p;
 	sp->s.name_off = (uint32_t)mp->names_len;
-	memcpy(m->names + mp->names_len, sp->name, len);
+	memcpy(m->names + mp->names_len, sp->name, nlen);
+	if (sp->s.has_chunks)
+		memcpy(m->names + mp->names_len + nlen, sp->pin, 32);
 	mp->names_len += len;
 	m->shards[m->nshards++] = sp->s;
 	return 0;

@@ -43,6 +43,7 @@ struct dv_manifest_shard {
 	uint32_t name_off;       /* NUL-terminated, in dv_manifest.names */
 	uint8_t name_len;
 	char hash[65];           /* content_hash, [0-9a-f]{32,64} */
+	bool has_chunks;         /* pinned chunk list: dv_manifest_chunks_pin() */
 	uint8_t sha256[32];
 };
 
@@ -71,6 +72,17 @@ static inline const char *dv_manifest_name(const struct dv_manifest *m,
 					   const struct dv_manifest_shard *s)
 {
 	return m->names + s->name_off;
+}
+
+/*
+ * The SHA-256 that pins the chunk list of @s (chunks.h), when
+ * s->has_chunks: 32 bytes kept after the name in the arena, so shards
+ * without a list cost nothing more.
+ */
+static inline const uint8_t *dv_manifest_chunks_pin(const struct dv_manifest *m,
+						    const struct dv_manifest_shard *s)
+{
+	return (const uint8_t *)m->names + s->name_off + s->name_len + 1;
 }
 
 /* The shard named @name, or NULL. O(log n). */

@@ -153,6 +153,30 @@ START_TEST(test_bad_hashes)
 }
 END_TEST
 
+/* "chunks" is optional; when present it pins the shard's chunk list. */
+START_TEST(test_chunk_pins)
+{
+	struct dv_manifest *m;
+
+	ck_assert_int_eq(parse(DOC(GOOD_SHARD("a.tar") ",\n"
+		"{\"name\": \"b.tar\", \"index\": 1, \"content_hash\": \"" H32 "\", \"size\": 10, "
+		"\"sha256\": \"" S64 "\", \"chunks\": \"" H32 "ffffffffffffffffffffffffffffffff\"}"), &m), 0);
+	ck_assert(!m->shards[0].has_chunks);
+	ck_assert(m->shards[1].has_chunks);
+	ck_assert_uint_eq(dv_manifest_chunks_pin(m, &m->shards[1])[0], 0x01);
+	ck_assert_uint_eq(dv_manifest_chunks_pin(m, &m->shards[1])[31], 0xff);
+	dv_manifest_free(m);
+	refused(DOC("{\"name\": \"b.tar\", \"index\": 1, \"content_hash\": \"" H32 "\", \"size\": 10, "
+		    "\"sha256\": \"" S64 "\", \"chunks\": \"" H32 "\"}"),
+		"shard 0: chunks '" H32 "' is not 64 lowercase hex digits");
+	refused(DOC("{\"name\": \"b.tar\", \"index\": 1, \"content_hash\": \"" H32 "\", \"size\": 10, "
+		    "\"sha256\": \"" S64 "\", \"chunks\": 7}"), "chunks");
+	refused(DOC("{\"name\": \"b.tar\", \"index\": 1, \"content_hash\": \"" H32 "\", \"size\": 10, "
+		    "\"sha256\": \"" S64 "\", \"chunks\": \"" S64 "\", \"chunks\": \"" S64 "\"}"),
+		"duplicate key 'chunks'");
+}
+END_TEST
+
 START_TEST(test_bad_numbers)
 {
 	static const char *const sizes[] = {
@@ -355,6 +379,7 @@ static Suite *manifest_suite(void)
 	tcase_add_test(tc, test_json_shapes);
 	tcase_add_test(tc, test_bad_names);
 	tcase_add_test(tc, test_bad_hashes);
+	tcase_add_test(tc, test_chunk_pins);
 	tcase_add_test(tc, test_bad_numbers);
 	tcase_add_test(tc, test_bad_documents);
 	tcase_add_test(tc, test_datasets);

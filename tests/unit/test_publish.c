@@ -17,6 +17,7 @@
 #include "config/util.h"
 #include "fs/namespace/manifest.h"
 #include "fs/ctl/publish.h"
+#include "tiers/core/chunks.h"
 #include "tiers/core/digest.h"
 #include "tiers/core/sink.h"
 #include "helpers.h"
@@ -229,7 +230,7 @@ static int publish(const char *dataset, const char *src, const char *origin,
 		   const char *const *keys, uint64_t rev, bool copy,
 		   struct dv_publish_result *res)
 {
-	struct dv_publish_opts o = { dataset, rev, keys, 0, src, origin, copy };
+	struct dv_publish_opts o = { dataset, rev, keys, 0, src, origin, copy, 0, false };
 
 	while (keys && keys[o.nkeys])
 		o.nkeys++;
@@ -606,6 +607,77 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* Each shard's chunk list sits beside it, matches its bytes and its pin. */
+START_TEST(test_chunk_lists)
+{
+	char *src = make_src(3), *origin = dv_test_tmpdir("pubchunks");
+	char *other = dv_test_tmpdir("pubnochunks");
+	struct dv_publish_opts o = { .dataset = "c/d", .src_dir = src,
+				     .origin_dir = origin,
+				     .chunk_size = 64u << 10 };
+	struct dv_publish_result res;
+	struct dv_manifest *m;
+
+	ck_assert_int_eq(dv_publish(&o, &res, err, sizeof(err)), 0);
+	m = load(origin, "c/d/manifest.json", "c/d");
+	for (size_t i = 0; i < m->nshards; i++) {
+		const struct dv_manifest_shard *s = &m->shards[i];
+		char path[1024], *text;
+		struct dv_chunks c, want;
+		uint8_t whole[32];
+		size_t len;
+		int fd;
+
+		ck_assert(s->has_chunks);
+		snprintf(path, sizeof(path), "%s/shards/%s.chunks", origin, s->hash);
+		text = dv_test_read_file(path, &len);
+		ck_assert_ptr_nonnull(text);
+		ck_assert_int_eq(dv_chunks_parse(text, len, dv_manifest_chunks_pin(m, s),
+						 s->size, &c, err, sizeof(err)), 0);
+		snprintf(path, sizeof(path), "%s/shards/%s.tar", origin, s->hash);
+		fd = open(path, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(dv_chunks_of_fd(fd, 64u << 10, whole, &want), 0);
+		ck_assert_mem_eq(whole, s->sha256, 32);
+		ck_assert_uint_eq(c.n, want.n);
+		ck_assert_mem_eq(c.sha256, want.sha256, (size_t)c.n * 32);
+		dv_chunks_release(&c);
+		dv_chunks_release(&want);
+		close(fd);
+		free(text);
+	}
+	dv_manifest_free(m);
+	/* The same again: unchanged. Another chunk size: a new revision. */
+	ck_assert_int_eq(dv_publish(&o, &res, err, sizeof(err)), 0);
+	ck_assert(res.unchanged);
+	o.chunk_size = 128u << 10;
+	ck_assert_int_eq(dv_publish(&o, &res, err, sizeof(err)), 0);
+	ck_assert(!res.unchanged);
+	ck_assert_uint_eq(res.revision, 2);
+	/* Without chunk lists: no "chunks" in the manifest, no list files. */
+	o.origin_dir = other;
+	o.no_chunks = true;
+	ck_assert_int_eq(dv_publish(&o, &res, err, sizeof(err)), 0);
+	m = load(other, "c/d/manifest.json", "c/d");
+	for (size_t i = 0; i < m->nshards; i++) {
+		char path[1024];
+		struct stat st;
+
+		ck_assert(!m->shards[i].has_chunks);
+		snprintf(path, sizeof(path), "%s/shards/%s.chunks", other,
+			 m->shards[i].hash);
+		ck_assert_int_eq(stat(path, &st), -1);
+	}
+	dv_manifest_free(m);
+	dv_test_rmtree(src);
+	dv_test_rmtree(origin);
+	dv_test_rmtree(other);
+	free(src);
+	free(origin);
+	free(other);
+}
+END_TEST
+
 static Suite *publish_suite(void)
 {
 	Suite *s = suite_create("publish");
@@ -619,6 +691,7 @@ static Suite *publish_suite(void)
 	tcase_add_test(tc, test_modes);
 	tcase_add_test(tc, test_tar_kinds);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_chunk_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }
