@@ -203,12 +203,20 @@ static int folder_open_object(struct dv_tier *t, const char *hash,
 	ret = object_path(ft, obj->path, hash);
 	if (ret)
 		return ret;
+	/* Pinned before it is open: no eviction takes it in between (B6). */
+	ret = dv_tier_pin(t, hash);
+	if (ret)
+		return ret;
 	fd = open(obj->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		ret = -errno;
+		dv_tier_unpin(t, hash);
+		return ret;
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != size) {
 		close(fd);
+		dv_tier_unpin(t, hash);
 		return -EBADMSG;
 	}
 	/* R8: an open refreshes recency. A read-only share may refuse. */
@@ -217,7 +225,6 @@ static int folder_open_object(struct dv_tier *t, const char *hash,
 			 obj->path, strerror(errno));
 	obj->fd = fd;
 	obj->size = size;
-	dv_tier_pin(t, hash);
 	return 0;
 }
 
@@ -519,9 +526,38 @@ static bool has_room(struct folder_tier *ft, uint64_t used, uint64_t need,
 }
 
 /*
- * Evicts least recently used objects until @need more bytes fit (R8). A
- * pinned object (open here) is never chosen: its space would stay held
- * (B6). Called with room_lock held; on success the room is reserved.
+ * Could evicting every object of @s that may go (not @hash, not pinned:
+ * B6) make has_room() true? If not, nothing is evicted: emptying the tier
+ * for a shard that still would not fit loses the cache and gains nothing.
+ */
+static bool could_make_room(struct folder_tier *ft, const struct scan *s,
+			    const char *hash, uint64_t need, uint64_t fs_need)
+{
+	uint64_t max = ft->base.max_bytes, freeable = 0, fs_free;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].hash, hash) != 0 &&
+		    !dv_tier_is_pinned(&ft->base, s->v[i].hash))
+			freeable += s->v[i].size;
+	}
+	if (max && s->used - freeable + ft->reserved + need > max)
+		return false;
+	fs_free = fs_free_bytes(ft);
+	return fs_free + freeable < fs_free || /* unknown: UINT64_MAX */
+	       fs_free + freeable >= ft->reserved + fs_need;
+}
+
+/* Unlinks the object @arg, its path, under the pin lock (tier.h). */
+static int evict_unpinned(struct dv_tier *t, const char *hash, void *arg)
+{
+	return unlink(arg) ? -errno : 0;
+}
+
+/*
+ * Evicts least recently used objects until @need more bytes fit (R8), and
+ * only when evicting can make them fit. A pinned object (open here) is
+ * never chosen: its space would stay held (B6). Called with room_lock
+ * held; on success the room is reserved.
  */
 static int make_room(struct folder_tier *ft, const char *hash, uint64_t need,
 		     uint64_t fs_need)
@@ -537,15 +573,22 @@ static int make_room(struct folder_tier *ft, const char *hash, uint64_t need,
 	if (ret)
 		return ret;
 	used = s.used;
+	if (!has_room(ft, used, need, fs_need) &&
+	    !could_make_room(ft, &s, hash, need, fs_need)) {
+		dv_info("tier '%s': evicting every shard not in use would not make room for %" PRIu64
+			" bytes; keeping all %zu", t->name, need ? need : fs_need,
+			s.n);
+		free(s.v);
+		return -ENOSPC;
+	}
 	if (s.n > 1) /* s.v is NULL in an empty tier: qsort(NULL) is UB */
 		qsort(s.v, s.n, sizeof(*s.v), by_mtime);
 	for (size_t i = 0; i < s.n && !has_room(ft, used, need, fs_need); i++) {
 		char path[PATH_MAX];
 
 		if (strcmp(s.v[i].hash, hash) == 0 ||
-		    dv_tier_is_pinned(t, s.v[i].hash))
-			continue;
-		if (object_path(ft, path, s.v[i].hash) || unlink(path))
+		    object_path(ft, path, s.v[i].hash) ||
+		    dv_tier_unless_pinned(t, s.v[i].hash, evict_unpinned, path))
 			continue;
 		used -= s.v[i].size;
 		dv_stat_add(&t->stats.evictions, 1);
