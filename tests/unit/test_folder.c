@@ -480,6 +480,94 @@ START_TEST(test_b6_eviction_never_takes_a_shard_being_opened)
 }
 END_TEST
 
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/* Checks the modes of the tier at @dir, and of shard @i in it. */
+static void assert_modes(const char *dir, int i, unsigned dmode,
+			 unsigned fmode)
+{
+	static const char *const subs[] = { "", "/.staging", "/.locks",
+					    "/.unsynced" };
+	char p[PATH_MAX], hash[65];
+
+	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++) {
+		snprintf(p, sizeof(p), "%s%s", dir, subs[k]);
+		ck_assert_msg(mode_of(p) == dmode, "%s: %04o, not %04o", p,
+			      mode_of(p), dmode);
+	}
+	hash_n(i, hash);
+	snprintf(p, sizeof(p), "%s/%s.tar", dir, hash);
+	ck_assert_msg(mode_of(p) == fmode, "%s: %04o, not %04o", p, mode_of(p),
+		      fmode);
+}
+
+/* By default the umask decides: under 077 the cache is the user's alone. */
+START_TEST(test_umask_decides_modes)
+{
+	mode_t old = umask(077);
+	struct dv_tier *t = open_tier("deep/tier", 0);
+	char p[PATH_MAX];
+	struct dv_staged st;
+	char hash[65];
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	hash_n(1, hash);
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	ck_assert_uint_eq(mode_of(st.path), 0600);
+	t->ops->stage_discard(t, &st);
+	snprintf(p, sizeof(p), "%s/deep", root);
+	ck_assert_uint_eq(mode_of(p), 0700);
+	assert_modes(dv_folder_tier_path(t), 0, 0700, 0600);
+	dv_tier_free(t);
+	/* Under 022, what it always was. */
+	umask(022);
+	t = open_tier("other", 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	assert_modes(dv_folder_tier_path(t), 0, 0755, 0644);
+	dv_tier_free(t);
+	umask(old);
+}
+END_TEST
+
+/* A tier's mode and group: setgid directories, files less the x bits. */
+START_TEST(test_tier_mode_and_group_applied)
+{
+	mode_t old = umask(077);
+	char path[PATH_MAX], err[256], name[] = "t";
+	struct dv_tier_config tc = { .type = DV_TIER_TYPE_FOLDER, .name = name,
+				     .path = path, .mode = 0770,
+				     .gid = getegid(), .has_group = true };
+	struct dv_tier *t;
+	struct stat st;
+	char hash[65];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/shared", root);
+	ck_assert_int_eq(dv_folder_tier_new(&tc, NULL, &t, err, sizeof(err)), 0);
+	ck_assert_int_eq(t->ops->open(t), 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	hash_n(0, hash);
+	/* The lock a second daemon of another user must open read-write. */
+	fd = t->ops->lock(t, hash);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0660);
+	t->ops->unlock(t, hash, fd);
+	umask(old);
+	assert_modes(path, 0, 02770, 0660);
+	snprintf(path, sizeof(path), "%s/shared/%s.tar", root, hash);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_gid, getegid());
+	dv_tier_free(t);
+}
+END_TEST
+
 /* B4: stale staging files and locks of dead processes go at open. */
 START_TEST(test_b4_stale_leftovers_cleaned)
 {
@@ -651,6 +739,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_r8_no_eviction_for_more_than_the_filesystem);
 	tcase_add_test(tc, test_b6_pins_count_and_lookup);
 	tcase_add_test(tc, test_b6_eviction_never_takes_a_shard_being_opened);
+	tcase_add_test(tc, test_umask_decides_modes);
+	tcase_add_test(tc, test_tier_mode_and_group_applied);
 	tcase_add_test(tc, test_b4_stale_leftovers_cleaned);
 	tcase_add_test(tc, test_b8_install_reaches_disk_in_background);
 	tcase_add_test(tc, test_b8_waiting_syncs_run_when_the_tier_closes);

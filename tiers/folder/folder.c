@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "config/log.h"
+#include "config/perms.h"
 #include "config/util.h"
 #include "syncer.h"
 
@@ -41,6 +42,7 @@ struct folder_tier {
 	struct dv_tier base;
 	char *path;
 	int dirfd;                 /* the tier directory, for fsync */
+	struct dv_perms perms;     /* how its files and directories are made */
 	bool syncer_held;          /* dv_syncer_hold() done */
 	pthread_mutex_t room_lock;
 	uint64_t reserved;         /* protected by room_lock: room promised
@@ -110,7 +112,7 @@ static int make_dirs(struct folder_tier *ft)
 	char buf[PATH_MAX];
 	int ret;
 
-	ret = dv_mkdir_p(ft->path, 0755);
+	ret = dv_mkdir_p_perms(ft->path, &ft->perms);
 	if (ret) {
 		dv_err("tier '%s': cannot create %s: %s", ft->base.name,
 		       ft->path, strerror(-ret));
@@ -120,8 +122,8 @@ static int make_dirs(struct folder_tier *ft)
 
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		ret = sub_path(ft, buf, subs[i], "", "");
-		if (!ret && mkdir(buf, 0755) && errno != EEXIST)
-			ret = -errno;
+		if (!ret)
+			ret = dv_mkdir_perms(buf, &ft->perms);
 		if (ret) {
 			dv_err("tier '%s': cannot create %s: %s", ft->base.name,
 			       buf, strerror(-ret));
@@ -246,7 +248,7 @@ static int lock_hash(struct folder_tier *ft, const char *hash, bool wait)
 	if (ret)
 		return ret;
 	for (bool remade = false;;) {
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
 
 		if (fd < 0 && errno == ENOENT && !remade) {
 			/* The tier directory is gone: make it again. */
@@ -256,6 +258,12 @@ static int lock_hash(struct folder_tier *ft, const char *hash, bool wait)
 		}
 		if (fd < 0)
 			return -errno;
+		/* Another user's daemon sharing the tier opens it too. */
+		ret = dv_perms_apply_fd(fd, &ft->perms);
+		if (ret) {
+			close(fd);
+			return ret;
+		}
 		while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) {
 			if (errno != EINTR) {
 				ret = -errno;
@@ -372,14 +380,14 @@ static int mark_unsynced(struct folder_tier *ft, const char *hash,
 
 	if (ret)
 		return ret;
-	fd = mkostemp(marker, O_CLOEXEC);
+	fd = dv_mkstemp(marker, O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* 36 bytes: one write or none. */
 	if (write(fd, boot, strlen(boot)) != (ssize_t)strlen(boot))
 		ret = errno ? -errno : -EIO;
-	if (!ret && fchmod(fd, 0644))
-		ret = -errno;
+	if (!ret)
+		ret = dv_perms_apply_fd(fd, &ft->perms);
 	close(fd);
 	if (ret)
 		unlink(marker);
@@ -394,23 +402,26 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 
 	if (ret)
 		return ret;
-	st->fd = mkostemp(st->path, O_CLOEXEC);
-	if (st->fd < 0 && errno == ENOENT && make_dirs(ft) == 0) {
+	st->fd = dv_mkstemp(st->path, O_CLOEXEC);
+	if (st->fd == -ENOENT && make_dirs(ft) == 0) {
 		/* Deleted or replaced under us: made again, try once more. */
 		dv_warn("tier '%s': %s/.staging was gone; made it again",
 			t->name, ft->path);
 		sub_path(ft, st->path, "/.staging/", hash, ".XXXXXX");
-		st->fd = mkostemp(st->path, O_CLOEXEC);
+		st->fd = dv_mkstemp(st->path, O_CLOEXEC);
 	}
 	if (st->fd < 0) {
-		ret = -errno;
+		ret = st->fd;
+		st->fd = -1;
 		dv_warn("tier '%s': cannot create a staging file in %s/.staging: %s",
-			t->name, ft->path, strerror(errno));
+			t->name, ft->path, strerror(-ret));
 		return ret;
 	}
 	/* Ours while we live; fair game for clean_unlocked() after. */
-	if (flock(st->fd, LOCK_EX | LOCK_NB) || fchmod(st->fd, 0644)) {
-		ret = -errno;
+	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+	if (!ret)
+		ret = dv_perms_apply_fd(st->fd, &ft->perms);
+	if (ret) {
 		unlink(st->path);
 		close(st->fd);
 		st->fd = -1;
@@ -797,7 +808,7 @@ const struct dv_tier_ops dv_tier_folder_ops = {
 
 static int folder_new(const char *path, const char *name,
 		      enum dv_tier_type type, uint64_t max_bytes,
-		      struct dv_tier **out)
+		      const struct dv_perms *perms, struct dv_tier **out)
 {
 	struct folder_tier *ft = calloc(1, sizeof(*ft));
 	int ret;
@@ -811,6 +822,8 @@ static int folder_new(const char *path, const char *name,
 		return ret;
 	}
 	ft->dirfd = -1;
+	if (perms)
+		ft->perms = *perms;
 	pthread_mutex_init(&ft->room_lock, NULL);
 	ft->path = strdup(path);
 	if (!ft->path) {
@@ -827,13 +840,15 @@ static int folder_new(const char *path, const char *name,
 int dv_folder_tier_create(const char *path, const char *name,
 			  uint64_t max_bytes, struct dv_tier **out)
 {
-	return folder_new(path, name, DV_TIER_TYPE_FOLDER, max_bytes, out);
+	return folder_new(path, name, DV_TIER_TYPE_FOLDER, max_bytes, NULL, out);
 }
 
 int dv_folder_tier_new(const struct dv_tier_config *tc,
 		       const struct dv_config *cfg, struct dv_tier **out,
 		       char *err, size_t errlen)
 {
+	const struct dv_perms perms = { .mode = tc->mode, .gid = tc->gid,
+					.has_group = tc->has_group };
 	const char *path = tc->path;
 	int ret;
 
@@ -844,7 +859,7 @@ int dv_folder_tier_new(const struct dv_tier_config *tc,
 			 tc->name, path ? path : "");
 		return -EINVAL;
 	}
-	ret = folder_new(path, tc->name, tc->type, tc->max_bytes, out);
+	ret = folder_new(path, tc->name, tc->type, tc->max_bytes, &perms, out);
 	if (ret)
 		snprintf(err, errlen, "tier '%s': %s", tc->name, strerror(-ret));
 	return ret;
