@@ -73,17 +73,21 @@ int dv_parse_group(const char *s, gid_t *out)
 static int own_dir(const char *path, const struct dv_perms *p)
 {
 	struct stat st;
+	mode_t mode = p->mode;
 
-	if (p->has_group && chown(path, (uid_t)-1, p->gid) < 0)
-		return -errno;
 	if (!p->mode && !p->has_group)
 		return 0;
-	if (stat(path, &st) < 0)
+	/* chown first: it may clear the setgid bit that chmod then sets. */
+	if (p->has_group && chown(path, (uid_t)-1, p->gid) < 0)
 		return -errno;
-	return chmod(path, (p->mode ? p->mode : st.st_mode & 0777) |
-				   (p->has_group ? S_ISGID : 0)) < 0 ?
-		       -errno :
-		       0;
+	if (!mode) {
+		if (stat(path, &st) < 0)
+			return -errno;
+		mode = st.st_mode & 0777; /* what the umask left */
+	}
+	if (p->has_group)
+		mode |= S_ISGID;
+	return chmod(path, mode) < 0 ? -errno : 0;
 }
 
 int dv_mkdir_perms(const char *path, const struct dv_perms *perms)

@@ -565,6 +565,17 @@ START_TEST(test_tier_mode_and_group_applied)
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_gid, getegid());
 	dv_tier_free(t);
+
+	/* A group alone: the umask gives the mode, the group adds setgid. */
+	old = umask(022);
+	snprintf(path, sizeof(path), "%s/grouped", root);
+	tc.mode = 0;
+	ck_assert_int_eq(dv_folder_tier_new(&tc, NULL, &t, err, sizeof(err)), 0);
+	ck_assert_int_eq(t->ops->open(t), 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	umask(old);
+	assert_modes(path, 0, 02755, 0644);
+	dv_tier_free(t);
 }
 END_TEST
 
