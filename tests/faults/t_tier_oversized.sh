@@ -76,7 +76,7 @@ dv_mount "$FO_URL" "$mnt" "config=$cfg2" log_level=info || bail "mount (two tier
 fill_small "two tiers"
 expect_read "two tiers: the 100 MiB shard is served from the disk tier" "$mnt/over/big/$s" 0 300 "$bigsha"
 TWO="$DV_LAST_READ"
-[ -f "$disk/$h.tar" ] && pass "two tiers: the big shard is in the disk tier" || fail "two tiers: the big shard is in the disk tier" "$(ls "$disk")"
+if [ -f "$disk/$h.tar" ]; then pass "two tiers: the big shard is in the disk tier"; else fail "two tiers: the big shard is in the disk tier" "$(ls "$disk")"; fi
 if grep -q "skipping .*larger than its max_bytes" "$(dv_log "$mnt")"; then pass "two tiers: tier 0 skipped with a warning (R2)"; else fail "two tiers: tier 0 skipped with a warning (R2)" "$(tail -5 "$(dv_log "$mnt")")"; fi
 kept "two tiers"
 assert_eq "$(find "$disk/.staging" -type f | wc -l)" 0 "two tiers: nothing left in the disk tier's .staging"

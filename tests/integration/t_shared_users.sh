@@ -102,7 +102,11 @@ assert_eq "$(stat -c '%a %U %G' "$tier/$h.tar")" "660 ${users[0]} $group" "the s
 
 assert_eq "$(as "${users[1]}" sha256sum "$mb/shared/users/$s" | cut -d' ' -f1)" "$want" "B reads the same shard"
 assert_eq "$(nginx_count "GET /shards/")" 1 "B's read is a hit in the shared tier: still one origin GET"
-grep -q "Permission denied" "$(dv_log "$mb")" && fail "B's daemon saw no permission error" "$(grep "Permission denied" "$(dv_log "$mb")" | head -3)" || pass "B's daemon saw no permission error"
+if grep -q "Permission denied" "$(dv_log "$mb")"; then
+	fail "B's daemon saw no permission error" "$(grep "Permission denied" "$(dv_log "$mb")" | head -3)"
+else
+	pass "B's daemon saw no permission error"
+fi
 
 # B fills the next one; A reads it from the tier.
 s1=shard-000001.tar
@@ -115,7 +119,11 @@ assert_eq "$(stat -c '%a %U %G' "$tier/$h1.tar")" "660 ${users[1]} $group" "B's 
 
 # What is not the tier follows the umask: each daemon's manifest cache is private.
 mf=$(find "$DV_WORK/home-${users[0]}/manifests" -name manifest.json | head -1)
-[ -n "$mf" ] && assert_eq "$(stat -c %a "$mf")" 600 "A's cached manifest: 0600 (umask 077)" || fail "A's cached manifest exists"
+if [ -n "$mf" ]; then
+	assert_eq "$(stat -c %a "$mf")" 600 "A's cached manifest: 0600 (umask 077)"
+else
+	fail "A's cached manifest exists"
+fi
 
 dv_umount "$ma"
 dv_umount "$mb"
