@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum dv_tier_type {
 	DV_TIER_TYPE_FOLDER,
@@ -52,6 +53,9 @@ struct dv_tier_config {
 
 	/* folder, ram */
 	char *path;          /* ~ and $VAR already expanded (R12) */
+	mode_t mode;         /* directories' mode; 0: the umask decides */
+	gid_t gid;           /* group of what the tier creates, with has_group */
+	bool has_group;
 
 	/* stripe */
 	char **devices;      /* NULL-terminated; NULL with devices_auto */

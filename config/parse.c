@@ -25,6 +25,7 @@
 
 #include "config_impl.h"
 #include "log.h"
+#include "perms.h"
 #include "util.h"
 
 #define CHUNK_ALIGN 4096ULL        /* O_DIRECT alignment of stripe chunks */
@@ -413,6 +414,42 @@ static int set_name(struct parse_ctx *ctx, const struct field *f,
 	return store_str(ctx, str_slot(obj, f), s);
 }
 
+static int set_mode(struct parse_ctx *ctx, const struct field *f,
+		    const char *key, yaml_node_t *val, void *obj)
+{
+	struct dv_tier_config *t = obj;
+	const char *s = NULL;
+	int ret = get_scalar(ctx, key, val, &s);
+
+	if (ret < 0)
+		return ret;
+	if (dv_parse_dir_mode(s, &t->mode) < 0)
+		return fail(ctx, val, key,
+			    "'%.64s' is not an octal mode of directories with rwx for their owner (e.g. 0770; files get it less the x bits)",
+			    s);
+	return 0;
+}
+
+static int set_group(struct parse_ctx *ctx, const struct field *f,
+		     const char *key, yaml_node_t *val, void *obj)
+{
+	struct dv_tier_config *t = obj;
+	const char *s = NULL;
+	int ret = nonempty_scalar(ctx, key, val, &s);
+
+	if (ret < 0)
+		return ret;
+	ret = dv_parse_group(s, &t->gid);
+	if (ret == -ENOMEM)
+		return fail_nomem(ctx);
+	if (ret < 0)
+		return fail(ctx, val, key,
+			    "'%.64s' is not a group of this machine (use a group name or a gid)",
+			    s);
+	t->has_group = true;
+	return 0;
+}
+
 /* The type was read before the walk (it decides which keys are valid). */
 static int set_type(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
@@ -548,6 +585,8 @@ static const struct field tier_fields[] = {
 	TIER_FIELD("type", set_type, type, ALL_TYPES),
 	TIER_FIELD("max_bytes", set_size, max_bytes, ALL_TYPES),
 	TIER_FIELD("path", set_path, path, FOLDER_TYPES),
+	TIER_FIELD("mode", set_mode, mode, FOLDER_TYPES),
+	TIER_FIELD("group", set_group, gid, FOLDER_TYPES),
 	TIER_FIELD("devices", set_devices, devices, TYPE_BIT(STRIPE)),
 	TIER_FIELD("chunk_bytes", set_chunk, chunk_bytes, TYPE_BIT(STRIPE)),
 	TIER_FIELD("format", set_bool, format, TYPE_BIT(STRIPE)),

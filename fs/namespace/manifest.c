@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "config/perms.h"
 #include "config/util.h"
 #include "tiers/core/digest.h"
 #include "tiers/core/sink.h"
@@ -880,11 +881,12 @@ int dv_doc_write_atomic(const char *path, const struct iovec *iov, int iovcnt,
 	ret = temp_name(path, tmp, sizeof(tmp));
 	if (ret)
 		return ret;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	/* mode 0: the umask decides, as for any file the user makes. */
+	fd = mode ? mkostemp(tmp, O_CLOEXEC) : dv_mkstemp(tmp, O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return mode ? -errno : fd;
 	ret = write_all(fd, iov, iovcnt);
-	if (ret == 0 && fchmod(fd, mode) < 0)
+	if (ret == 0 && mode && fchmod(fd, mode) < 0)
 		ret = -errno;
 	if (ret == 0 && mtime && futimens(fd, ts) < 0)
 		ret = -errno;

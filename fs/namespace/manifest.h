@@ -111,8 +111,9 @@ bool dv_valid_dataset_name(const char *s);
 
 /*
  * Writes @iov to @path atomically: a temporary file in the same directory,
- * fchmod @mode (umask does not apply), fsync, rename, fsync of the
- * directory. When @mtime is not 0 the file gets that modification time.
+ * fchmod @mode (umask does not apply; 0: 0666 less the umask), fsync,
+ * rename, fsync of the directory. When @mtime is not 0 the file gets that
+ * modification time.
  * The directory must exist. 0 or -errno; no temporary file is left behind.
  */
 int dv_doc_write_atomic(const char *path, const struct iovec *iov, int iovcnt,

@@ -29,6 +29,7 @@
 #include <xxhash.h>
 
 #include "config/log.h"
+#include "config/perms.h"
 #include "config/util.h"
 #include "manifest.h"
 #include "ns_impl.h"
@@ -830,7 +831,7 @@ int dv_ns_new(const struct dv_ns_options *opt, struct dv_namespace **out,
 		snprintf(err, errlen, "namespace: out of memory");
 		goto out_free;
 	}
-	ret = ns->state_dir ? dv_mkdir_p(ns->state_dir, 0755) : 0;
+	ret = ns->state_dir ? dv_mkdir_p_perms(ns->state_dir, NULL) : 0;
 	if (ret)
 		dv_warn("namespace: cannot create %s: %s; manifests are not cached",
 			ns->state_dir, strerror(-ret));

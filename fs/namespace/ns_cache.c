@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "config/log.h"
+#include "config/perms.h"
 #include "config/util.h"
 #include "tiers/origin/origin.h"
 #include "manifest.h"
@@ -104,13 +105,13 @@ void dv_ns_cache_write(const struct dv_namespace *ns, const char *relpath,
 	if (ret == 0) {
 		slash = strrchr(path, '/');
 		*slash = '\0';
-		ret = dv_mkdir_p(path, 0755);
+		ret = dv_mkdir_p_perms(path, NULL);
 		*slash = '/';
 	}
 	iov[0] = (struct iovec){ head, (size_t)n };
 	iov[1] = (struct iovec){ d->body, d->len };
 	if (ret == 0)
-		ret = dv_doc_write_atomic(path, iov, 2, 0644, d->mtime);
+		ret = dv_doc_write_atomic(path, iov, 2, 0, d->mtime);
 	if (ret)
 		dv_warn("namespace: cannot cache %s: %s", path, strerror(-ret));
 }

@@ -421,7 +421,9 @@ dv_mount() {
 	start=$(_dv_start_of "$pid")
 	_dv_reg_add mount "$mnt" "$pid" "$start" "$log"
 	for ((i = 0; i < ${DV_MOUNT_TIMEOUT:-20} * 10; i++)); do
-		if mountpoint -q "$mnt"; then
+		# A user's mount without allow_other cannot be stat'ed by root:
+		# the mount table shows it.
+		if mountpoint -q "$mnt" || grep -q " $mnt fuse" /proc/self/mounts; then
 			return 0
 		fi
 		if ! _dv_alive "$pid" "$start"; then

@@ -468,6 +468,48 @@ START_TEST(test_sizes_rejected)
 }
 END_TEST
 
+/* A folder tier's mode and group (a cache shared by several users). */
+START_TEST(test_tier_mode_and_group)
+{
+	struct dv_config *cfg;
+	const char *yaml = "tiers:\n  - path: /a\n    mode: 0770\n    group: root\n"
+			   "  - path: /b\n    mode: \"750\"\n    group: 4242\n"
+			   "  - path: /c\n";
+
+	cfg = parse_ok(yaml);
+	ck_assert_uint_eq(cfg->tiers[0].mode, 0770);
+	ck_assert(cfg->tiers[0].has_group);
+	ck_assert_uint_eq(cfg->tiers[0].gid, 0);
+	ck_assert_uint_eq(cfg->tiers[1].mode, 0750);
+	ck_assert(cfg->tiers[1].has_group);
+	ck_assert_uint_eq(cfg->tiers[1].gid, 4242);
+	/* Neither: the umask decides. */
+	ck_assert_uint_eq(cfg->tiers[2].mode, 0);
+	ck_assert(!cfg->tiers[2].has_group);
+	dv_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_tier_mode_and_group_rejected)
+{
+	expect_error_at("tiers:\n  - path: /a\n    mode: 0778\n", 3, "mode",
+			"'0778' is not an octal mode");
+	expect_error_at("tiers:\n  - path: /a\n    mode: rwxrwx---\n", 3, "mode",
+			"'rwxrwx---' is not an octal mode");
+	expect_error_at("tiers:\n  - path: /a\n    mode: 04770\n", 3, "mode",
+			"is not an octal mode");
+	/* The daemon itself must be able to use what it makes. */
+	expect_error_at("tiers:\n  - path: /a\n    mode: 0070\n", 3, "mode",
+			"rwx for their owner");
+	expect_error_at("tiers:\n  - path: /a\n    group: no-such-group-dv\n", 3,
+			"group", "'no-such-group-dv' is not a group");
+	expect_error_at("tiers:\n  - path: /a\n    group: \"\"\n", 3, "group",
+			NULL);
+	expect_error_at("tiers:\n  - path: /a\n  - type: s3\n    bucket: b\n    mode: 0770\n",
+			5, "mode", "not valid for an s3 tier");
+}
+END_TEST
+
 START_TEST(test_tier_default_names)
 {
 	static const char yaml[] = "tiers:\n"
@@ -1238,6 +1280,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_null_values_are_absent);
 	tcase_add_test(tc, test_sizes_in_max_bytes);
 	tcase_add_test(tc, test_sizes_rejected);
+	tcase_add_test(tc, test_tier_mode_and_group);
+	tcase_add_test(tc, test_tier_mode_and_group_rejected);
 	tcase_add_test(tc, test_tier_default_names);
 	tcase_add_test(tc, test_ram_defaults);
 	tcase_add_test(tc, test_stripe_tier);

@@ -6,6 +6,7 @@
  * background; what a crash may have left unsynced is settled at open).
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -330,6 +331,254 @@ START_TEST(test_b6_open_space_not_counted_free)
 }
 END_TEST
 
+/* Stages and installs @size bytes as @hash (copies of payload). */
+static int install_sized(struct dv_tier *t, const char *hash, uint64_t size)
+{
+	struct dv_staged st;
+	int ret;
+
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	for (uint64_t off = 0; off < size; off += SZ)
+		ck_assert_int_eq(write(st.fd, payload, SZ), SZ);
+	ret = t->ops->install(t, hash, st.fd, st.path, size, DV_INSTALL_MOVE);
+	t->ops->stage_discard(t, &st);
+	return ret;
+}
+
+/*
+ * R8, B6: when evicting every shard not open could not make room, nothing
+ * is evicted. 12 shards in a tier of 16; 6 of them open; one of 11 more.
+ */
+START_TEST(test_r8_no_eviction_that_cannot_make_room)
+{
+	struct dv_tier *t = open_tier("t", 16 * SZ);
+	struct dv_object o[6];
+	char big[65];
+
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(install_n(t, i), 0);
+	for (int i = 0; i < 6; i++) {
+		memset(&o[i], 0, sizeof(o[i]));
+		hash_n(i, o[i].hash);
+		ck_assert_int_eq(t->ops->open_object(t, o[i].hash, SZ, &o[i]), 0);
+	}
+	hash_n(100, big);
+	ck_assert_int_eq(install_sized(t, big, 11 * SZ), -ENOSPC);
+	for (int i = 0; i < 12; i++)
+		ck_assert(holds(t, i));
+	ck_assert_uint_eq(t->stats.evictions, 0);
+	/* What can make room still does: 6 closed shards go for one of 10. */
+	ck_assert_int_eq(install_sized(t, big, 10 * SZ), 0);
+	ck_assert_uint_eq(t->stats.evictions, 6);
+	for (int i = 0; i < 6; i++) {
+		ck_assert(holds(t, i));
+		t->ops->close_object(t, &o[i]);
+	}
+	dv_tier_free(t);
+}
+END_TEST
+
+/* The same for the filesystem: room no eviction can free evicts nothing. */
+START_TEST(test_r8_no_eviction_for_more_than_the_filesystem)
+{
+	struct dv_tier *t = open_tier("t", 16 * SZ);
+
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(install_n(t, i), 0);
+	ck_assert_int_eq(t->ops->free_space(t, UINT64_MAX / 4), -ENOSPC);
+	for (int i = 0; i < 12; i++)
+		ck_assert(holds(t, i));
+	ck_assert_uint_eq(t->stats.evictions, 0);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* Pins count opens per hash; lookups see exactly the pinned hashes. */
+START_TEST(test_b6_pins_count_and_lookup)
+{
+	struct dv_tier *t = open_tier("t", 0);
+	char hash[65];
+
+	hash_n(0, hash);
+	ck_assert(!dv_tier_is_pinned(t, hash));
+	ck_assert_int_eq(dv_tier_pin(t, hash), 0);
+	ck_assert_int_eq(dv_tier_pin(t, hash), 0);
+	dv_tier_unpin(t, hash);
+	ck_assert(dv_tier_is_pinned(t, hash));
+	dv_tier_unpin(t, hash);
+	ck_assert(!dv_tier_is_pinned(t, hash));
+	dv_tier_unpin(t, hash); /* not pinned: nothing happens */
+	ck_assert(!dv_tier_is_pinned(t, hash));
+	/* Many: the table grows, and every even hash stays found. */
+	for (int i = 0; i < 5000; i++) {
+		hash_n(i, hash);
+		ck_assert_int_eq(dv_tier_pin(t, hash), 0);
+	}
+	for (int i = 1; i < 5000; i += 2) {
+		hash_n(i, hash);
+		dv_tier_unpin(t, hash);
+	}
+	for (int i = 0; i < 6000; i++) {
+		hash_n(i, hash);
+		ck_assert_int_eq(dv_tier_is_pinned(t, hash), i < 5000 && i % 2 == 0);
+	}
+	for (int i = 0; i < 5000; i += 2) {
+		hash_n(i, hash);
+		dv_tier_unpin(t, hash);
+		ck_assert(!dv_tier_is_pinned(t, hash));
+	}
+	dv_tier_free(t); /* frees a table that held pins */
+}
+END_TEST
+
+/*
+ * futimens() is where an open refreshes recency (R8): while it runs, the
+ * file is open. The test makes an eviction run right there, as a fill on
+ * another thread could.
+ */
+static struct dv_tier *evict_in_futimens;
+
+int futimens(int fd, const struct timespec times[2])
+{
+	int (*real)(int, const struct timespec *) =
+		(int (*)(int, const struct timespec *))dlsym(RTLD_NEXT,
+							     "futimens");
+	struct dv_tier *t = evict_in_futimens;
+
+	if (t) {
+		evict_in_futimens = NULL;
+		ck_assert_int_eq(t->ops->free_space(t, 0), 0);
+	}
+	return real(fd, times);
+}
+
+/* B6: a shard being opened is pinned first, so no eviction takes it. */
+START_TEST(test_b6_eviction_never_takes_a_shard_being_opened)
+{
+	struct dv_tier *t = open_tier("t", SZ);
+	struct dv_object o = { .fd = -1 };
+	char path[PATH_MAX];
+	struct stat st;
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	/* Shard 1 put there by hand: the tier is over its max by one. */
+	hash_n(1, o.hash);
+	snprintf(path, sizeof(path), "%s/%s.tar", dv_folder_tier_path(t), o.hash);
+	dv_test_write_file(path, payload, SZ);
+	set_mtime(t, 0, 1000000); /* 0 is the oldest: the first to go */
+	set_mtime(t, 1, 2000000);
+	hash_n(0, o.hash);
+	evict_in_futimens = t;
+	ck_assert_int_eq(t->ops->open_object(t, o.hash, SZ, &o), 0);
+	ck_assert_ptr_null(evict_in_futimens);
+	ck_assert(holds(t, 0));
+	ck_assert(!holds(t, 1));
+	ck_assert_int_eq(fstat(o.fd, &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	t->ops->close_object(t, &o);
+	dv_tier_free(t);
+}
+END_TEST
+
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/* Checks the modes of the tier at @dir, and of shard @i in it. */
+static void assert_modes(const char *dir, int i, unsigned dmode,
+			 unsigned fmode)
+{
+	static const char *const subs[] = { "", "/.staging", "/.locks",
+					    "/.unsynced" };
+	char p[PATH_MAX], hash[65];
+
+	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++) {
+		snprintf(p, sizeof(p), "%s%s", dir, subs[k]);
+		ck_assert_msg(mode_of(p) == dmode, "%s: %04o, not %04o", p,
+			      mode_of(p), dmode);
+	}
+	hash_n(i, hash);
+	snprintf(p, sizeof(p), "%s/%s.tar", dir, hash);
+	ck_assert_msg(mode_of(p) == fmode, "%s: %04o, not %04o", p, mode_of(p),
+		      fmode);
+}
+
+/* By default the umask decides: under 077 the cache is the user's alone. */
+START_TEST(test_umask_decides_modes)
+{
+	mode_t old = umask(077);
+	struct dv_tier *t = open_tier("deep/tier", 0);
+	char p[PATH_MAX];
+	struct dv_staged st;
+	char hash[65];
+
+	ck_assert_int_eq(install_n(t, 0), 0);
+	hash_n(1, hash);
+	ck_assert_int_eq(t->ops->stage_open(t, hash, &st), 0);
+	ck_assert_uint_eq(mode_of(st.path), 0600);
+	t->ops->stage_discard(t, &st);
+	snprintf(p, sizeof(p), "%s/deep", root);
+	ck_assert_uint_eq(mode_of(p), 0700);
+	assert_modes(dv_folder_tier_path(t), 0, 0700, 0600);
+	dv_tier_free(t);
+	/* Under 022, what it always was. */
+	umask(022);
+	t = open_tier("other", 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	assert_modes(dv_folder_tier_path(t), 0, 0755, 0644);
+	dv_tier_free(t);
+	umask(old);
+}
+END_TEST
+
+/* A tier's mode and group: setgid directories, files less the x bits. */
+START_TEST(test_tier_mode_and_group_applied)
+{
+	mode_t old = umask(077);
+	char path[PATH_MAX], err[256], name[] = "t";
+	struct dv_tier_config tc = { .type = DV_TIER_TYPE_FOLDER, .name = name,
+				     .path = path, .mode = 0770,
+				     .gid = getegid(), .has_group = true };
+	struct dv_tier *t;
+	struct stat st;
+	char hash[65];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/shared", root);
+	ck_assert_int_eq(dv_folder_tier_new(&tc, NULL, &t, err, sizeof(err)), 0);
+	ck_assert_int_eq(t->ops->open(t), 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	hash_n(0, hash);
+	/* The lock a second daemon of another user must open read-write. */
+	fd = t->ops->lock(t, hash);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0660);
+	t->ops->unlock(t, hash, fd);
+	umask(old);
+	assert_modes(path, 0, 02770, 0660);
+	snprintf(path, sizeof(path), "%s/shared/%s.tar", root, hash);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_gid, getegid());
+	dv_tier_free(t);
+
+	/* A group alone: the umask gives the mode, the group adds setgid. */
+	old = umask(022);
+	snprintf(path, sizeof(path), "%s/grouped", root);
+	tc.mode = 0;
+	ck_assert_int_eq(dv_folder_tier_new(&tc, NULL, &t, err, sizeof(err)), 0);
+	ck_assert_int_eq(t->ops->open(t), 0);
+	ck_assert_int_eq(install_n(t, 0), 0);
+	umask(old);
+	assert_modes(path, 0, 02755, 0644);
+	dv_tier_free(t);
+}
+END_TEST
+
 /* B4: stale staging files and locks of dead processes go at open. */
 START_TEST(test_b4_stale_leftovers_cleaned)
 {
@@ -497,6 +746,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_r2_too_large_refused);
 	tcase_add_test(tc, test_b6_open_file_not_evicted);
 	tcase_add_test(tc, test_b6_open_space_not_counted_free);
+	tcase_add_test(tc, test_r8_no_eviction_that_cannot_make_room);
+	tcase_add_test(tc, test_r8_no_eviction_for_more_than_the_filesystem);
+	tcase_add_test(tc, test_b6_pins_count_and_lookup);
+	tcase_add_test(tc, test_b6_eviction_never_takes_a_shard_being_opened);
+	tcase_add_test(tc, test_umask_decides_modes);
+	tcase_add_test(tc, test_tier_mode_and_group_applied);
 	tcase_add_test(tc, test_b4_stale_leftovers_cleaned);
 	tcase_add_test(tc, test_b8_install_reaches_disk_in_background);
 	tcase_add_test(tc, test_b8_waiting_syncs_run_when_the_tier_closes);

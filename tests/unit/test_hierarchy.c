@@ -3,6 +3,8 @@
  * tiers in temporary directories and an in-memory fake remote tier.
  */
 #include <check.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/sha.h>
@@ -13,6 +15,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -760,6 +763,152 @@ START_TEST(test_remote_auth_error_is_eacces)
 }
 END_TEST
 
+/*
+ * A small filesystem for one tier directory: fstatvfs() of it and every
+ * fallocate() see @fake_cap bytes less what its files (and staging files)
+ * hold, as on a tmpfs of that size.
+ */
+static char fake_dir[PATH_MAX];
+static uint64_t fake_cap;
+
+static uint64_t dir_bytes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			n += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return n;
+}
+
+static uint64_t fake_free(void)
+{
+	char staging[PATH_MAX + 16];
+	uint64_t used;
+
+	snprintf(staging, sizeof(staging), "%s/.staging", fake_dir);
+	used = dir_bytes(fake_dir) + dir_bytes(staging);
+	return used < fake_cap ? fake_cap - used : 0;
+}
+
+int fstatvfs(int fd, struct statvfs *sv)
+{
+	int (*real)(int, struct statvfs *) =
+		(int (*)(int, struct statvfs *))dlsym(RTLD_NEXT, "fstatvfs");
+	struct stat a, b;
+	int ret = real(fd, sv);
+
+	if (ret == 0 && fake_cap && fstat(fd, &a) == 0 &&
+	    stat(fake_dir, &b) == 0 && a.st_ino == b.st_ino &&
+	    a.st_dev == b.st_dev) {
+		sv->f_frsize = 1;
+		sv->f_bavail = fake_free();
+	}
+	return ret;
+}
+
+/* Is @fd a file under fake_dir? */
+static bool in_fake_dir(int fd)
+{
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return false;
+	path[n] = '\0';
+	return strncmp(path, fake_dir, strlen(fake_dir)) == 0 &&
+	       path[strlen(fake_dir)] == '/';
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	int (*real)(int, int, off_t, off_t) =
+		(int (*)(int, int, off_t, off_t))dlsym(RTLD_NEXT, "fallocate");
+
+	if (fake_cap && in_fake_dir(fd) && (uint64_t)(off + len) > fake_free()) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return real(fd, mode, off, len);
+}
+
+#define BIG_SHARD (25 * SHARD)
+
+/*
+ * A tier of 16 shards on a filesystem of 16, 12 of them cached; a miss of a
+ * shard of 25. 0 with *@o from tier @expect_tier, or the error.
+ */
+static int fill_oversized(struct dv_tier **t, size_t n, struct dv_object *o)
+{
+	static unsigned char big[BIG_SHARD];
+	static uint8_t big_digest[32];
+	struct dv_shard_ref r = { .hash = HASH_B, .size = BIG_SHARD,
+				  .sha256 = big_digest, .label = "big" };
+	struct dv_hierarchy *h = make(t, n, DV_VERIFY_FILL);
+	char hash[65], dir[PATH_MAX];
+	int ret;
+
+	dv_test_pattern(big, sizeof(big), 9);
+	SHA256(big, sizeof(big), big_digest);
+	fstate.data = big;
+	fstate.len = sizeof(big);
+	for (int i = 0; i < 12; i++) {
+		snprintf(hash, sizeof(hash), "%032x", i + 1);
+		put_in_tier("small", hash);
+	}
+	snprintf(dir, sizeof(dir), "%s/small", root);
+	ck_assert_ptr_nonnull(realpath(dir, fake_dir));
+	fake_cap = 16 * SHARD;
+	ret = dv_hierarchy_get_or_fetch(h, &r, &fetcher, o);
+	fake_cap = 0;
+	for (int i = 0; i < 12; i++) {
+		snprintf(hash, sizeof(hash), "%032x", i + 1);
+		ck_assert_msg(tier_has("small", hash), "shard %d was evicted", i);
+	}
+	ck_assert_uint_eq(t[0]->stats.evictions, 0);
+	ck_assert_int_eq(staging_entries("small"), 0);
+	ck_assert(!tier_has("small", HASH_B));
+	if (ret == 0)
+		dv_object_release(o);
+	dv_hierarchy_free(h);
+	return ret;
+}
+
+/* R2, R8: a shard no eviction can make room for evicts nothing, fails. */
+START_TEST(test_r8_oversized_shard_keeps_the_cache)
+{
+	struct dv_tier *t[1] = { folder("small", 16 * SHARD) };
+	struct dv_object o;
+	int ret = fill_oversized(t, 1, &o);
+
+	ck_assert_msg(ret == -ENOSPC || ret == -EFBIG, "got %d", ret);
+	ck_assert_int_eq(o.fd, -1);
+}
+END_TEST
+
+/* ...and with a roomy tier below, it is served from there (R2). */
+START_TEST(test_r8_oversized_shard_served_below)
+{
+	struct dv_tier *t[2] = { folder("small", 16 * SHARD), folder("big", 0) };
+	struct dv_object o;
+
+	ck_assert_int_eq(fill_oversized(t, 2, &o), 0);
+	ck_assert(tier_has("big", HASH_B));
+	ck_assert_int_eq(staging_entries("big"), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hierarchy");
@@ -789,6 +938,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_b5_upload_in_background);
 	tcase_add_test(tc, test_b5_failed_upload_retried_not_fatal);
 	tcase_add_test(tc, test_remote_auth_error_is_eacces);
+	tcase_add_test(tc, test_r8_oversized_shard_keeps_the_cache);
+	tcase_add_test(tc, test_r8_oversized_shard_served_below);
 	suite_add_tcase(s, tc);
 	return s;
 }

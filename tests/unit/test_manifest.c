@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/perms.h"
 #include "config/util.h"
 #include "fs/namespace/manifest.h"
 #include "tiers/core/digest.h"
@@ -333,6 +334,30 @@ START_TEST(test_memory_per_shard)
 }
 END_TEST
 
+/* Cached manifests (mode 0) and their directories follow the umask. */
+START_TEST(test_doc_files_follow_the_umask)
+{
+	char *dir = dv_test_tmpdir("manifest");
+	char path[512], body[] = "{}";
+	struct iovec iov[1] = { { body, 2 } };
+	struct stat st;
+	mode_t old = umask(077);
+
+	snprintf(path, sizeof(path), "%s/origin/a", dir);
+	ck_assert_int_eq(dv_mkdir_p_perms(path, NULL), 0);
+	snprintf(path, sizeof(path), "%s/origin/a/manifest.json", dir);
+	ck_assert_int_eq(dv_doc_write_atomic(path, iov, 1, 0, 0), 0);
+	umask(old);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	snprintf(path, sizeof(path), "%s/origin/a", dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	dv_test_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_doc_files)
 {
 	char *dir = dv_test_tmpdir("manifest");
@@ -386,6 +411,7 @@ static Suite *manifest_suite(void)
 	tcase_add_test(tc, test_dataset_names);
 	tcase_add_test(tc, test_memory_per_shard);
 	tcase_add_test(tc, test_doc_files);
+	tcase_add_test(tc, test_doc_files_follow_the_umask);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -294,7 +294,10 @@ static void observe_fill(struct dv_hierarchy *h, double seconds)
 /*
  * Reserves @size bytes for the staging file @st of tier @t, evicting in
  * the tier to make room if it must, so that a fill never runs out of space
- * halfway. 0, or -ENOSPC. Filesystems without fallocate are not refused.
+ * halfway. 0, or -ENOSPC. free_space evicts nothing when evicting could
+ * not make the room: a shard larger than the tier's filesystem then goes
+ * to the next folder tier, and the cached shards stay. Filesystems
+ * without fallocate are not refused.
  */
 static int reserve_staging(struct dv_tier *t, struct dv_staged *st,
 			   uint64_t size)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "tiers/azure/azure.h"
 #include "tiers/folder/folder.h"
@@ -19,12 +20,24 @@
 #include "tiers/s3/s3.h"
 #include "stripe/stripe.h"
 
-/* One pinned hash: open handles of this process read it (B6). */
+/*
+ * One pinned hash: open handles of this process read it (B6). The pins of
+ * a tier are a chained hash table keyed by XXH3 of the content hash, so a
+ * lookup during eviction costs the same with ten pins or ten thousand.
+ */
 struct dv_pin {
 	struct dv_pin *next;
+	uint64_t key;
 	unsigned count;
 	char hash[65];
 };
+
+#define PINS_MIN 64 /* buckets of a new table: a power of two */
+
+static uint64_t pin_key(const char *hash)
+{
+	return XXH3_64bits(hash, strlen(hash));
+}
 
 int dv_tier_init(struct dv_tier *t, const struct dv_tier_ops *ops,
 		 const char *name, enum dv_tier_type type, uint64_t max_bytes)
@@ -42,15 +55,19 @@ int dv_tier_init(struct dv_tier *t, const struct dv_tier_ops *ops,
 
 void dv_tier_release(struct dv_tier *t)
 {
-	struct dv_pin *p = t->pins;
+	for (size_t i = 0; i < t->pin_buckets; i++) {
+		struct dv_pin *p = t->pins[i];
 
-	while (p) {
-		struct dv_pin *next = p->next;
+		while (p) {
+			struct dv_pin *next = p->next;
 
-		free(p);
-		p = next;
+			free(p);
+			p = next;
+		}
 	}
+	free(t->pins);
 	t->pins = NULL;
+	t->pin_buckets = t->npins = 0;
 	pthread_mutex_destroy(&t->pin_lock);
 	free(t->name);
 	free(t->lock_key);
@@ -62,60 +79,116 @@ void dv_tier_free(struct dv_tier *t)
 		t->ops->destroy(t);
 }
 
-void dv_tier_pin(struct dv_tier *t, const char *hash)
+/* The slot of @key's chain. Called with pin_lock held, buckets allocated. */
+static struct dv_pin **pin_slot(struct dv_tier *t, uint64_t key,
+				const char *hash)
 {
-	struct dv_pin *p;
+	struct dv_pin **pp = &t->pins[key & (t->pin_buckets - 1)];
 
-	pthread_mutex_lock(&t->pin_lock);
-	for (p = t->pins; p; p = p->next) {
-		if (strcmp(p->hash, hash) == 0)
-			break;
-	}
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (p) {
-			snprintf(p->hash, sizeof(p->hash), "%s", hash);
-			p->next = t->pins;
-			t->pins = p;
+	while (*pp && ((*pp)->key != key || strcmp((*pp)->hash, hash) != 0))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Doubles the table (or makes it). Called with pin_lock held. */
+static int pins_grow(struct dv_tier *t)
+{
+	size_t nb = t->pin_buckets ? t->pin_buckets * 2 : PINS_MIN;
+	struct dv_pin **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->pin_buckets; i++) {
+		struct dv_pin *p = t->pins[i];
+
+		while (p) {
+			struct dv_pin *next = p->next;
+
+			p->next = b[p->key & (nb - 1)];
+			b[p->key & (nb - 1)] = p;
+			p = next;
 		}
 	}
-	if (p)
-		p->count++;
+	free(t->pins);
+	t->pins = b;
+	t->pin_buckets = nb;
+	return 0;
+}
+
+static int pin_locked(struct dv_tier *t, const char *hash)
+{
+	uint64_t key = pin_key(hash);
+	struct dv_pin **pp;
+
+	/* A full table only chains longer: once made, growing may fail. */
+	if (t->npins >= t->pin_buckets && pins_grow(t) && !t->pin_buckets)
+		return -ENOMEM;
+	pp = pin_slot(t, key, hash);
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return -ENOMEM;
+		(*pp)->key = key;
+		snprintf((*pp)->hash, sizeof((*pp)->hash), "%s", hash);
+		t->npins++;
+	}
+	(*pp)->count++;
+	return 0;
+}
+
+int dv_tier_pin(struct dv_tier *t, const char *hash)
+{
+	int ret;
+
+	pthread_mutex_lock(&t->pin_lock);
+	ret = pin_locked(t, hash);
 	pthread_mutex_unlock(&t->pin_lock);
+	return ret;
 }
 
 void dv_tier_unpin(struct dv_tier *t, const char *hash)
 {
-	struct dv_pin **pp;
+	struct dv_pin **pp, *p;
 
 	pthread_mutex_lock(&t->pin_lock);
-	for (pp = &t->pins; *pp; pp = &(*pp)->next) {
-		struct dv_pin *p = *pp;
-
-		if (strcmp(p->hash, hash) != 0)
-			continue;
-		if (--p->count == 0) {
-			*pp = p->next;
-			free(p);
-		}
-		break;
+	pp = t->pin_buckets ? pin_slot(t, pin_key(hash), hash) : NULL;
+	p = pp ? *pp : NULL;
+	if (p && --p->count == 0) {
+		*pp = p->next;
+		free(p);
+		t->npins--;
 	}
 	pthread_mutex_unlock(&t->pin_lock);
 }
 
+/* Called with pin_lock held. */
+static bool pinned_locked(struct dv_tier *t, const char *hash)
+{
+	return t->pin_buckets && *pin_slot(t, pin_key(hash), hash);
+}
+
 bool dv_tier_is_pinned(struct dv_tier *t, const char *hash)
 {
-	bool pinned = false;
+	bool pinned;
 
 	pthread_mutex_lock(&t->pin_lock);
-	for (struct dv_pin *p = t->pins; p; p = p->next) {
-		if (strcmp(p->hash, hash) == 0) {
-			pinned = true;
-			break;
-		}
-	}
+	pinned = pinned_locked(t, hash);
 	pthread_mutex_unlock(&t->pin_lock);
 	return pinned;
+}
+
+int dv_tier_unless_pinned(struct dv_tier *t, const char *hash,
+			  int (*fn)(struct dv_tier *t, const char *hash,
+				    void *arg),
+			  void *arg)
+{
+	int ret = -EBUSY;
+
+	pthread_mutex_lock(&t->pin_lock);
+	if (!pinned_locked(t, hash))
+		ret = fn(t, hash, arg);
+	pthread_mutex_unlock(&t->pin_lock);
+	return ret;
 }
 
 /* The backends of this build, by config type. */

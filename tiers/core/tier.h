@@ -165,7 +165,8 @@ struct dv_tier_ops {
 	 * Installs the verified local file @src_fd / @src_path of @size bytes
 	 * as @hash. 0: installed, or an intact copy was already there (the
 	 * source is then left alone for the caller to discard). -EFBIG: larger
-	 * than max_bytes; -ENOSPC: no room even after eviction; other -errno on
+	 * than max_bytes; -ENOSPC: no room even after eviction (when eviction
+	 * could not make the room, nothing is evicted); other -errno on
 	 * failure. Never leaves a partial <hash> visible. The caller holds the
 	 * hash lock of every lockable tier. Remote tiers upload here, from a
 	 * worker thread, reading @src_fd with pread; @src_path is then NULL.
@@ -203,8 +204,8 @@ struct dv_tier_ops {
 	/*
 	 * Folder tiers: evicts least recently used objects that are not open
 	 * (R8, B6) until @bytes are free on the tier's filesystem, for a
-	 * staging file. 0, or -ENOSPC when that cannot be done. Concurrent.
-	 * Default: -ENOSPC (nothing can be freed).
+	 * staging file. 0, or -ENOSPC when that cannot be done; then nothing
+	 * was evicted. Concurrent. Default: -ENOSPC (nothing can be freed).
 	 */
 	int (*free_space)(struct dv_tier *t, uint64_t bytes);
 
@@ -268,7 +269,9 @@ struct dv_tier {
 	struct dv_tier_stats stats;
 
 	pthread_mutex_t pin_lock;
-	struct dv_pin *pins;   /* protected by pin_lock */
+	struct dv_pin **pins;  /* protected by pin_lock: a hash table */
+	size_t pin_buckets;    /* protected by pin_lock: 0 or a power of two */
+	size_t npins;          /* protected by pin_lock */
 };
 
 static inline bool dv_tier_has(const struct dv_tier *t, unsigned cap)
@@ -317,10 +320,26 @@ int dv_tier_new(const struct dv_tier_config *tc, const struct dv_config *cfg,
 /* Destroys @t; NULL is a no-op. */
 void dv_tier_free(struct dv_tier *t);
 
-/* Open-handle pins (B6): eviction avoids pinned hashes. */
-void dv_tier_pin(struct dv_tier *t, const char *hash);
+/*
+ * Open-handle pins (B6): eviction avoids pinned hashes. A pin counts: each
+ * dv_tier_pin() that returned 0 needs one dv_tier_unpin(); unpinning a hash
+ * that is not pinned does nothing. Pin before opening the file, so that an
+ * eviction (dv_tier_unless_pinned) either ran before the open, which then
+ * fails, or sees the pin. O(1) on average; thread-safe. dv_tier_pin: 0 or
+ * -ENOMEM (then nothing is pinned).
+ */
+int dv_tier_pin(struct dv_tier *t, const char *hash);
 void dv_tier_unpin(struct dv_tier *t, const char *hash);
 bool dv_tier_is_pinned(struct dv_tier *t, const char *hash);
+
+/*
+ * Runs @fn(@t, @hash, @arg) (an eviction) with the pins held still, unless
+ * @hash is pinned: @fn's result, or -EBUSY. @fn must not pin or unpin.
+ */
+int dv_tier_unless_pinned(struct dv_tier *t, const char *hash,
+			  int (*fn)(struct dv_tier *t, const char *hash,
+				    void *arg),
+			  void *arg);
 
 /*
  * The core's defaults of the optional ops (tier.c), as documented on each

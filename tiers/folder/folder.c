@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "config/log.h"
+#include "config/perms.h"
 #include "config/util.h"
 #include "syncer.h"
 
@@ -41,6 +42,7 @@ struct folder_tier {
 	struct dv_tier base;
 	char *path;
 	int dirfd;                 /* the tier directory, for fsync */
+	struct dv_perms perms;     /* how its files and directories are made */
 	bool syncer_held;          /* dv_syncer_hold() done */
 	pthread_mutex_t room_lock;
 	uint64_t reserved;         /* protected by room_lock: room promised
@@ -108,7 +110,7 @@ static int make_dirs(struct folder_tier *ft)
 	char buf[PATH_MAX];
 	int ret;
 
-	ret = dv_mkdir_p(ft->path, 0755);
+	ret = dv_mkdir_p_perms(ft->path, &ft->perms);
 	if (ret) {
 		dv_err("tier '%s': cannot create %s: %s", ft->base.name,
 		       ft->path, strerror(-ret));
@@ -118,8 +120,8 @@ static int make_dirs(struct folder_tier *ft)
 
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		ret = sub_path(ft, buf, subs[i], "", "");
-		if (!ret && mkdir(buf, 0755) && errno != EEXIST)
-			ret = -errno;
+		if (!ret)
+			ret = dv_mkdir_perms(buf, &ft->perms);
 		if (ret) {
 			dv_err("tier '%s': cannot create %s: %s", ft->base.name,
 			       buf, strerror(-ret));
@@ -201,12 +203,20 @@ static int folder_open_object(struct dv_tier *t, const char *hash,
 	ret = object_path(ft, obj->path, hash);
 	if (ret)
 		return ret;
+	/* Pinned before it is open: no eviction takes it in between (B6). */
+	ret = dv_tier_pin(t, hash);
+	if (ret)
+		return ret;
 	fd = open(obj->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		ret = -errno;
+		dv_tier_unpin(t, hash);
+		return ret;
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != size) {
 		close(fd);
+		dv_tier_unpin(t, hash);
 		return -EBADMSG;
 	}
 	/* R8: an open refreshes recency. A read-only share may refuse. */
@@ -215,7 +225,6 @@ static int folder_open_object(struct dv_tier *t, const char *hash,
 			 obj->path, strerror(errno));
 	obj->fd = fd;
 	obj->size = size;
-	dv_tier_pin(t, hash);
 	return 0;
 }
 
@@ -237,7 +246,7 @@ static int lock_hash(struct folder_tier *ft, const char *hash, bool wait)
 	if (ret)
 		return ret;
 	for (bool remade = false;;) {
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
 
 		if (fd < 0 && errno == ENOENT && !remade) {
 			/* The tier directory is gone: make it again. */
@@ -247,6 +256,12 @@ static int lock_hash(struct folder_tier *ft, const char *hash, bool wait)
 		}
 		if (fd < 0)
 			return -errno;
+		/* Another user's daemon sharing the tier opens it too. */
+		ret = dv_perms_apply_fd(fd, &ft->perms);
+		if (ret) {
+			close(fd);
+			return ret;
+		}
 		while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) {
 			if (errno != EINTR) {
 				ret = -errno;
@@ -363,14 +378,14 @@ static int mark_unsynced(struct folder_tier *ft, const char *hash,
 
 	if (ret)
 		return ret;
-	fd = mkostemp(marker, O_CLOEXEC);
+	fd = dv_mkstemp(marker, O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* 36 bytes: one write or none. */
 	if (write(fd, boot, strlen(boot)) != (ssize_t)strlen(boot))
 		ret = errno ? -errno : -EIO;
-	if (!ret && fchmod(fd, 0644))
-		ret = -errno;
+	if (!ret)
+		ret = dv_perms_apply_fd(fd, &ft->perms);
 	close(fd);
 	if (ret)
 		unlink(marker);
@@ -385,23 +400,26 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 
 	if (ret)
 		return ret;
-	st->fd = mkostemp(st->path, O_CLOEXEC);
-	if (st->fd < 0 && errno == ENOENT && make_dirs(ft) == 0) {
+	st->fd = dv_mkstemp(st->path, O_CLOEXEC);
+	if (st->fd == -ENOENT && make_dirs(ft) == 0) {
 		/* Deleted or replaced under us: made again, try once more. */
 		dv_warn("tier '%s': %s/.staging was gone; made it again",
 			t->name, ft->path);
 		sub_path(ft, st->path, "/.staging/", hash, ".XXXXXX");
-		st->fd = mkostemp(st->path, O_CLOEXEC);
+		st->fd = dv_mkstemp(st->path, O_CLOEXEC);
 	}
 	if (st->fd < 0) {
-		ret = -errno;
+		ret = st->fd;
+		st->fd = -1;
 		dv_warn("tier '%s': cannot create a staging file in %s/.staging: %s",
-			t->name, ft->path, strerror(errno));
+			t->name, ft->path, strerror(-ret));
 		return ret;
 	}
 	/* Ours while we live; fair game for clean_unlocked() after. */
-	if (flock(st->fd, LOCK_EX | LOCK_NB) || fchmod(st->fd, 0644)) {
-		ret = -errno;
+	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+	if (!ret)
+		ret = dv_perms_apply_fd(st->fd, &ft->perms);
+	if (ret) {
 		unlink(st->path);
 		close(st->fd);
 		st->fd = -1;
@@ -506,9 +524,38 @@ static bool has_room(struct folder_tier *ft, uint64_t used, uint64_t need,
 }
 
 /*
- * Evicts least recently used objects until @need more bytes fit (R8). A
- * pinned object (open here) is never chosen: its space would stay held
- * (B6). Called with room_lock held; on success the room is reserved.
+ * Could evicting every object of @s that may go (not @hash, not pinned:
+ * B6) make has_room() true? If not, nothing is evicted: emptying the tier
+ * for a shard that still would not fit loses the cache and gains nothing.
+ */
+static bool could_make_room(struct folder_tier *ft, const struct scan *s,
+			    const char *hash, uint64_t need, uint64_t fs_need)
+{
+	uint64_t max = ft->base.max_bytes, freeable = 0, fs_free;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].hash, hash) != 0 &&
+		    !dv_tier_is_pinned(&ft->base, s->v[i].hash))
+			freeable += s->v[i].size;
+	}
+	if (max && s->used - freeable + ft->reserved + need > max)
+		return false;
+	fs_free = fs_free_bytes(ft);
+	return fs_free + freeable < fs_free || /* unknown: UINT64_MAX */
+	       fs_free + freeable >= ft->reserved + fs_need;
+}
+
+/* Unlinks the object @arg, its path, under the pin lock (tier.h). */
+static int evict_unpinned(struct dv_tier *t, const char *hash, void *arg)
+{
+	return unlink(arg) ? -errno : 0;
+}
+
+/*
+ * Evicts least recently used objects until @need more bytes fit (R8), and
+ * only when evicting can make them fit. A pinned object (open here) is
+ * never chosen: its space would stay held (B6). Called with room_lock
+ * held; on success the room is reserved.
  */
 static int make_room(struct folder_tier *ft, const char *hash, uint64_t need,
 		     uint64_t fs_need)
@@ -524,15 +571,22 @@ static int make_room(struct folder_tier *ft, const char *hash, uint64_t need,
 	if (ret)
 		return ret;
 	used = s.used;
+	if (!has_room(ft, used, need, fs_need) &&
+	    !could_make_room(ft, &s, hash, need, fs_need)) {
+		dv_info("tier '%s': evicting every shard not in use would not make room for %" PRIu64
+			" bytes; keeping all %zu", t->name, need ? need : fs_need,
+			s.n);
+		free(s.v);
+		return -ENOSPC;
+	}
 	if (s.n > 1) /* s.v is NULL in an empty tier: qsort(NULL) is UB */
 		qsort(s.v, s.n, sizeof(*s.v), by_mtime);
 	for (size_t i = 0; i < s.n && !has_room(ft, used, need, fs_need); i++) {
 		char path[PATH_MAX];
 
 		if (strcmp(s.v[i].hash, hash) == 0 ||
-		    dv_tier_is_pinned(t, s.v[i].hash))
-			continue;
-		if (object_path(ft, path, s.v[i].hash) || unlink(path))
+		    object_path(ft, path, s.v[i].hash) ||
+		    dv_tier_unless_pinned(t, s.v[i].hash, evict_unpinned, path))
 			continue;
 		used -= s.v[i].size;
 		dv_stat_add(&t->stats.evictions, 1);
@@ -745,7 +799,7 @@ const struct dv_tier_ops dv_tier_folder_ops = {
 
 static int folder_new(const char *path, const char *name,
 		      enum dv_tier_type type, uint64_t max_bytes,
-		      struct dv_tier **out)
+		      const struct dv_perms *perms, struct dv_tier **out)
 {
 	struct folder_tier *ft = calloc(1, sizeof(*ft));
 	int ret;
@@ -759,6 +813,8 @@ static int folder_new(const char *path, const char *name,
 		return ret;
 	}
 	ft->dirfd = -1;
+	if (perms)
+		ft->perms = *perms;
 	pthread_mutex_init(&ft->room_lock, NULL);
 	ft->path = strdup(path);
 	if (!ft->path) {
@@ -775,13 +831,15 @@ static int folder_new(const char *path, const char *name,
 int dv_folder_tier_create(const char *path, const char *name,
 			  uint64_t max_bytes, struct dv_tier **out)
 {
-	return folder_new(path, name, DV_TIER_TYPE_FOLDER, max_bytes, out);
+	return folder_new(path, name, DV_TIER_TYPE_FOLDER, max_bytes, NULL, out);
 }
 
 int dv_folder_tier_new(const struct dv_tier_config *tc,
 		       const struct dv_config *cfg, struct dv_tier **out,
 		       char *err, size_t errlen)
 {
+	const struct dv_perms perms = { .mode = tc->mode, .gid = tc->gid,
+					.has_group = tc->has_group };
 	const char *path = tc->path;
 	int ret;
 
@@ -792,7 +850,7 @@ int dv_folder_tier_new(const struct dv_tier_config *tc,
 			 tc->name, path ? path : "");
 		return -EINVAL;
 	}
-	ret = folder_new(path, tc->name, tc->type, tc->max_bytes, out);
+	ret = folder_new(path, tc->name, tc->type, tc->max_bytes, &perms, out);
 	if (ret)
 		snprintf(err, errlen, "tier '%s': %s", tc->name, strerror(-ret));
 	return ret;

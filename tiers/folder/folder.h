@@ -1,7 +1,8 @@
 /*
  * Folder tiers (type folder and ram): a directory of <hash>.tar files.
  *
- *   <path>/<hash>.tar            installed shards, mode 0644
+ *   <path>/<hash>.tar            installed shards, 0666 less the umask,
+ *                                or the tier's mode and group (perms.h)
  *   <path>/.staging/<hash>.XXXXXX in-flight files, flocked by their writer
  *   <path>/.locks/<hash>.lock    per-hash locks (flock), removed on unlock
  *
