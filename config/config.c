@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "config_impl.h"
+#include "secret.h"
 #include "util.h"
 
 #define SYSTEM_PATH "/etc/datavo/shards.yaml"
@@ -98,7 +99,7 @@ int dv_config_load_file(const char *path, struct dv_config **out, char *err,
 	if (ret < 0)
 		return ret;
 	ret = dv_config_parse(text, len, path, out, err, errlen);
-	free(text);
+	dv_secret_free_n(text, len); /* may hold a sas_token */
 	if (ret < 0)
 		return ret;
 	(*out)->path = strdup(path);
@@ -256,10 +257,8 @@ static void tier_release(struct dv_tier_config *t)
 	free(t->bucket);
 	free(t->region);
 	free(t->project);
-	free(t->container_url);
-	if (t->sas_token)
-		explicit_bzero(t->sas_token, strlen(t->sas_token));
-	free(t->sas_token);
+	dv_secret_free(t->container_url); /* may carry a SAS query */
+	dv_secret_free(t->sas_token);
 	free(t->managed_identity_client_id);
 	free(t->prefix);
 	free(t->endpoint);
@@ -275,7 +274,7 @@ void dv_config_free(struct dv_config *cfg)
 		tier_release(&cfg->tiers[i]);
 	free(cfg->tiers);
 	free(cfg->path);
-	free(cfg->origin);
+	dv_secret_free(cfg->origin); /* may carry userinfo or a token */
 	free(cfg->metrics);
 	free(cfg->state_dir);
 	free(cfg->http.ca_file);
