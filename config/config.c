@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,4 +333,47 @@ int dv_config_lookup_verify_mode(const char *s, enum dv_verify_mode *out)
 		}
 	}
 	return -EINVAL;
+}
+
+/* File mode */
+
+/* The name of the first secret @cfg holds, or NULL. */
+static const char *secret_field(const struct dv_config *cfg)
+{
+	const char *auth;
+
+	for (size_t i = 0; i < cfg->ntiers; i++) {
+		if (cfg->tiers[i].sas_token)
+			return "sas_token";
+	}
+	auth = cfg->origin ? strstr(cfg->origin, "://") : NULL;
+	if (auth && memchr(auth, '@', strcspn(auth + 3, "/?#") + 3))
+		return "origin credentials";
+	return NULL;
+}
+
+void dv_config_file_warnings(const struct dv_config *cfg, dv_config_warn_fn fn,
+			     void *arg)
+{
+	const char *secret;
+	char msg[PATH_MAX + 256];
+	struct stat st;
+
+	if (!cfg->path || stat(cfg->path, &st))
+		return;
+	secret = secret_field(cfg);
+	if (secret && (st.st_mode & (S_IROTH | S_IRGRP))) {
+		snprintf(msg, sizeof(msg),
+			 "%s holds a secret (%s) and is readable by %s (mode %04o): chmod 600 %s",
+			 cfg->path, secret,
+			 st.st_mode & S_IROTH ? "everyone" : "its group",
+			 (unsigned)(st.st_mode & 07777), cfg->path);
+		fn(arg, msg);
+	}
+	if (st.st_mode & S_IWOTH) {
+		snprintf(msg, sizeof(msg),
+			 "%s is writable by everyone (mode %04o): anyone can redirect the cache",
+			 cfg->path, (unsigned)(st.st_mode & 07777));
+		fn(arg, msg);
+	}
 }

@@ -126,6 +126,18 @@ int dv_config_default(struct dv_config **out, char *err, size_t errlen);
 
 void dv_config_free(struct dv_config *cfg);
 
+/* Receives one warning of dv_config_file_warnings() (a line, no secret). */
+typedef void (*dv_config_warn_fn)(void *arg, const char *msg);
+
+/*
+ * Checks the mode of the file @cfg was read from (nothing for a built-in
+ * config): a secret in it (a sas_token, credentials in the origin URL)
+ * readable by its group or everyone, or a file anyone can write, each
+ * calls @fn once. The daemon and `datavoctl inspect` share it.
+ */
+void dv_config_file_warnings(const struct dv_config *cfg, dv_config_warn_fn fn,
+			     void *arg);
+
 const char *dv_tier_type_name(enum dv_tier_type type);
 const char *dv_config_source_name(enum dv_config_source source);
 const char *dv_verify_mode_name(enum dv_verify_mode mode);

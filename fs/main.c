@@ -248,6 +248,11 @@ static int setup_metrics(struct cli *cli, struct dv_fs *fs)
 	return 0;
 }
 
+static void warn_config(void *arg, const char *msg)
+{
+	dv_warn("%s", msg);
+}
+
 static int setup_fs(struct cli *cli, struct dv_fs *fs)
 {
 	struct dv_ns_options nso;
@@ -261,6 +266,7 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 		fprintf(stderr, "datavofs: %s\n", err);
 		return -1;
 	}
+	dv_config_file_warnings(fs->cfg, warn_config, NULL);
 	if (apply_overrides(cli, fs->cfg))
 		return -1;
 	origin = pick_origin(cli, fs->cfg);

@@ -235,28 +235,14 @@ static void print_tier(const struct dv_config *cfg, size_t i)
 	tier_warnings(cfg, i, &u, where);
 }
 
-static bool has_secret(const struct dv_config *cfg)
+static void warn_line(void *arg, const char *msg)
 {
-	for (size_t i = 0; i < cfg->ntiers; i++) {
-		if (cfg->tiers[i].sas_token)
-			return true;
-	}
-	return false;
+	warn("%s", msg);
 }
 
 static void file_warnings(const struct dv_config *cfg)
 {
-	struct stat st;
-
-	if (!cfg->path || stat(cfg->path, &st))
-		return;
-	if (has_secret(cfg) && (st.st_mode & (S_IROTH | S_IRGRP)))
-		warn("%s holds a secret (sas_token) and is readable by %s (mode %04o): chmod 600 %s",
-		     cfg->path, st.st_mode & S_IROTH ? "everyone" : "its group",
-		     (unsigned)(st.st_mode & 07777), cfg->path);
-	if (st.st_mode & S_IWOTH)
-		warn("%s is writable by everyone (mode %04o): anyone can redirect the cache",
-		     cfg->path, (unsigned)(st.st_mode & 07777));
+	dv_config_file_warnings(cfg, warn_line, NULL);
 }
 
 int dv_ctl_inspect(int argc, char **argv)

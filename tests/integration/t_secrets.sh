@@ -54,6 +54,24 @@ check_cmdline "$mnt2" "-o origin="
 dv_umount "$mnt2"
 assert_eq "${DV_LAST_EXIT:-?}" 0 "the daemon exits 0"
 
+# --- a config holding a secret that others can read: the daemon warns ------
+cfg_secret="$DV_WORK/secret.yaml"
+write_config "$cfg_secret" "$DV_WORK/tier" "origin: $url"
+chmod 0644 "$cfg_secret"
+mnt3=$(dv_tmp mnt3)
+dv_mount "" "$mnt3" "config=$cfg_secret" || bail "mount with the origin in the config"
+if grep -q "holds a secret (origin credentials) and is readable by everyone (mode 0644)" "$(dv_log "$mnt3")"; then
+	pass "a world-readable config with credentials: the daemon warns at load"
+else
+	fail "a world-readable config with credentials: the daemon warns at load" "$(cat "$(dv_log "$mnt3")")"
+fi
+if grep -q "$pass_word" "$(dv_log "$mnt3")"; then
+	fail "the warning does not show the secret"
+else
+	pass "the warning does not show the secret"
+fi
+dv_umount "$mnt3"
+
 # --- not dumpable ------------------------------------------------------------
 hang_port_file="$DV_WORK/hang.port"
 python3 - "$hang_port_file" <<-'PY' &
