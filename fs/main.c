@@ -207,6 +207,16 @@ static const char *pick_origin(struct cli *cli, struct dv_config *cfg)
 	return NULL;
 }
 
+/* $XDG_RUNTIME_DIR/datavo/manifests (a private directory), if set. */
+static int runtime_dir_base(char **out)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (!xdg || xdg[0] != '/')
+		return -ENOENT;
+	return asprintf(out, "%s/datavo/manifests", xdg) < 0 ? -ENOMEM : 0;
+}
+
 /* Manifests of each origin are cached apart, under the state directory. */
 static char *state_dir_for(const struct dv_config *cfg, const char *origin)
 {
@@ -219,8 +229,14 @@ static char *state_dir_for(const struct dv_config *cfg, const char *origin)
 		else if (dv_expand_path("~/.cache/altavo/datavo/manifests",
 					&fallback) == 0)
 			base = fallback;
-		else
-			base = "/tmp/datavo-manifests";
+		else if (runtime_dir_base(&fallback) == 0)
+			base = fallback;
+		else {
+			/* Never a shared, predictable path such as /tmp. */
+			fprintf(stderr, "datavofs: no state directory: HOME is unset and so is "
+					"XDG_RUNTIME_DIR; give -o state_dir=PATH\n");
+			return NULL;
+		}
 	}
 	if (asprintf(&out, "%s/%016llx", base,
 		     (unsigned long long)XXH3_64bits(origin, strlen(origin))) < 0)

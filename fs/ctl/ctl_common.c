@@ -30,8 +30,11 @@ const char *dv_ctl_default_state_base(char *buf, size_t len)
 	} else if (dv_expand_path("~/.cache/altavo/datavo/manifests", &home) == 0) {
 		snprintf(buf, len, "%s", home);
 		free(home);
+	} else if (getenv("XDG_RUNTIME_DIR") && getenv("XDG_RUNTIME_DIR")[0] == '/') {
+		snprintf(buf, len, "%s/datavo/manifests", getenv("XDG_RUNTIME_DIR"));
 	} else {
-		snprintf(buf, len, "/tmp/datavo-manifests");
+		/* The daemon refuses to start: never a shared /tmp path. */
+		snprintf(buf, len, "(none: HOME and XDG_RUNTIME_DIR are unset)");
 	}
 	return buf;
 }
