@@ -49,6 +49,10 @@ FUSE_CFLAGS += -DFUSE_USE_VERSION=$(FUSE_API)
 LIB_PKGS = libcurl openssl yaml-0.1 libxxhash liburing
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS))
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS))
+# The daemon's own: the metrics exporter's HTTP server (fs/metrics.c).
+DAEMON_PKGS = libmicrohttpd
+DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS))
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS))
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 
@@ -81,6 +85,10 @@ $(FUSE_OBJS): $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
 
+$(BUILD)/fs/metrics.o: fs/metrics.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(DAEMON_CFLAGS) -c -o $@ $<
+
 $(LIBDV): $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -90,7 +98,7 @@ $(LIBFS): $(FS_CORE_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/datavofs: $(FUSE_OBJS) $(LIBFS) $(LIBDV)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(DAEMON_LIBS) $(LIB_LIBS)
 
 $(BUILD)/datavoctl: $(CTL_OBJS) $(LIBFS) $(LIBDV)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -102,7 +110,7 @@ $(BUILD)/tests/test_%.o: tests/unit/test_%.c
 TEST_HELPERS = $(BUILD)/tests/helpers.o $(BUILD)/tests/fake_remote.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_HELPERS) $(LIBFS) $(LIBDV)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(LIB_LIBS)
 
 $(TEST_HELPERS): $(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "config_impl.h"
+#include "secret.h"
 #include "util.h"
 
 #define SYSTEM_PATH "/etc/datavo/shards.yaml"
@@ -100,7 +101,7 @@ int dv_config_load_file(const char *path, struct dv_config **out, char *err,
 	if (ret < 0)
 		return ret;
 	ret = dv_config_parse(text, len, path, out, err, errlen);
-	free(text);
+	dv_secret_free_n(text, len); /* may hold a sas_token */
 	if (ret < 0)
 		return ret;
 	(*out)->path = strdup(path);
@@ -258,10 +259,8 @@ static void tier_release(struct dv_tier_config *t)
 	free(t->bucket);
 	free(t->region);
 	free(t->project);
-	free(t->container_url);
-	if (t->sas_token)
-		explicit_bzero(t->sas_token, strlen(t->sas_token));
-	free(t->sas_token);
+	dv_secret_free(t->container_url); /* may carry a SAS query */
+	dv_secret_free(t->sas_token);
 	free(t->managed_identity_client_id);
 	free(t->prefix);
 	free(t->endpoint);
@@ -277,7 +276,7 @@ void dv_config_free(struct dv_config *cfg)
 		tier_release(&cfg->tiers[i]);
 	free(cfg->tiers);
 	free(cfg->path);
-	free(cfg->origin);
+	dv_secret_free(cfg->origin); /* may carry userinfo or a token */
 	free(cfg->metrics);
 	free(cfg->state_dir);
 	free(cfg->http.ca_file);
@@ -339,6 +338,7 @@ int dv_config_lookup_verify_mode(const char *s, enum dv_verify_mode *out)
 
 const char *dv_config_default_state_dir(char *buf, size_t len)
 {
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	char *home = NULL;
 
 	if (geteuid() == 0) {
@@ -346,8 +346,10 @@ const char *dv_config_default_state_dir(char *buf, size_t len)
 	} else if (dv_expand_path("~/.cache/altavo/datavo", &home) == 0) {
 		snprintf(buf, len, "%s", home);
 		free(home);
+	} else if (xdg && xdg[0] == '/') {
+		snprintf(buf, len, "%s/datavo", xdg);
 	} else {
-		snprintf(buf, len, "/tmp/datavo");
+		return NULL; /* never a shared, predictable path such as /tmp */
 	}
 	return buf;
 }
@@ -359,8 +361,52 @@ const char *dv_config_manifest_base(const struct dv_config *cfg, char *buf,
 
 	if (cfg->state_dir)
 		snprintf(buf, len, "%s", cfg->state_dir);
+	else if (dv_config_default_state_dir(base, sizeof(base)))
+		snprintf(buf, len, "%s/manifests", base);
 	else
-		snprintf(buf, len, "%s/manifests",
-			 dv_config_default_state_dir(base, sizeof(base)));
+		return NULL;
 	return buf;
+}
+
+/* File mode */
+
+/* The name of the first secret @cfg holds, or NULL. */
+static const char *secret_field(const struct dv_config *cfg)
+{
+	const char *auth;
+
+	for (size_t i = 0; i < cfg->ntiers; i++) {
+		if (cfg->tiers[i].sas_token)
+			return "sas_token";
+	}
+	auth = cfg->origin ? strstr(cfg->origin, "://") : NULL;
+	if (auth && memchr(auth, '@', strcspn(auth + 3, "/?#") + 3))
+		return "origin credentials";
+	return NULL;
+}
+
+void dv_config_file_warnings(const struct dv_config *cfg, dv_config_warn_fn fn,
+			     void *arg)
+{
+	const char *secret;
+	char msg[PATH_MAX + 256];
+	struct stat st;
+
+	if (!cfg->path || stat(cfg->path, &st))
+		return;
+	secret = secret_field(cfg);
+	if (secret && (st.st_mode & (S_IROTH | S_IRGRP))) {
+		snprintf(msg, sizeof(msg),
+			 "%s holds a secret (%s) and is readable by %s (mode %04o): chmod 600 %s",
+			 cfg->path, secret,
+			 st.st_mode & S_IROTH ? "everyone" : "its group",
+			 (unsigned)(st.st_mode & 07777), cfg->path);
+		fn(arg, msg);
+	}
+	if (st.st_mode & S_IWOTH) {
+		snprintf(msg, sizeof(msg),
+			 "%s is writable by everyone (mode %04o): anyone can redirect the cache",
+			 cfg->path, (unsigned)(st.st_mode & 07777));
+		fn(arg, msg);
+	}
 }

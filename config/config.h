@@ -130,25 +130,42 @@ int dv_config_default(struct dv_config **out, char *err, size_t errlen);
 
 void dv_config_free(struct dv_config *cfg);
 
+/* Receives one warning of dv_config_file_warnings() (a line, no secret). */
+typedef void (*dv_config_warn_fn)(void *arg, const char *msg);
+
+/*
+ * Checks the mode of the file @cfg was read from (nothing for a built-in
+ * config): a secret in it (a sas_token, credentials in the origin URL)
+ * readable by its group or everyone, or a file anyone can write, each
+ * calls @fn once. The daemon and `datavoctl inspect` share it.
+ */
+void dv_config_file_warnings(const struct dv_config *cfg, dv_config_warn_fn fn,
+			     void *arg);
+
 const char *dv_tier_type_name(enum dv_tier_type type);
 const char *dv_config_source_name(enum dv_config_source source);
 const char *dv_verify_mode_name(enum dv_verify_mode mode);
 
 /*
  * The state directory when the config sets no state_dir: /var/cache/datavo
- * for root, else ~/.cache/altavo/datavo, else /tmp/datavo. Written into
- * @buf, which is returned. The one place this policy lives: the daemon,
- * its stripe tiers and datavoctl all ask here.
+ * for root, else ~/.cache/altavo/datavo, else $XDG_RUNTIME_DIR/datavo.
+ * Written into @buf, which is returned; NULL when there is none (never a
+ * shared, predictable path such as /tmp). The one place this policy
+ * lives: the daemon, its stripe tiers and datavoctl all ask here.
  */
 const char *dv_config_default_state_dir(char *buf, size_t len);
 
 /*
  * Where the daemon caches manifests (one subdirectory per origin): the
  * config's state_dir, else <the default state directory>/manifests.
- * Written into @buf, which is returned.
+ * Written into @buf, which is returned; NULL when there is none.
  */
 const char *dv_config_manifest_base(const struct dv_config *cfg, char *buf,
 				    size_t len);
+
+/* What to tell a user when there is no state directory. */
+#define DV_CONFIG_NO_STATE_DIR \
+	"no state directory: HOME is unset and so is XDG_RUNTIME_DIR; set state_dir (or -o state_dir=PATH)"
 
 /* Folder and ram tiers hold plain files (R6 counts these). */
 bool dv_tier_type_is_folder(enum dv_tier_type type);

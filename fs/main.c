@@ -18,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "config/log.h"
+#include "config/secret.h"
 #include "config/util.h"
 #include "datavofs.h"
 #include "fuse_ops.h"
@@ -33,6 +35,7 @@
 struct cli {
 	const char *pos[2];
 	int npos;
+	char *origin_arg;        /* pos[0] copied before argv is scrubbed */
 	char *origin;
 	char *config;
 	char *verify;
@@ -124,6 +127,24 @@ static int opt_proc(void *data, const char *arg, int key,
 	}
 }
 
+/*
+ * The origin URL may carry a password or a token: once parsed, they are
+ * overwritten in argv so that ps and /proc/PID/cmdline do not show them.
+ * Positional arguments and every -o list are scrubbed (a mountpoint has
+ * no "://", so it is left as it is).
+ */
+static void scrub_argv(int argc, char *argv[])
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			dv_secret_scrub_opts(argv[++i]);
+		else if (strncmp(argv[i], "-o", 2) == 0)
+			dv_secret_scrub_opts(argv[i] + 2);
+		else if (argv[i][0] != '-')
+			dv_secret_scrub_url(argv[i], strlen(argv[i]));
+	}
+}
+
 static void syslog_sink(enum dv_log_level level, const char *line)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
@@ -176,7 +197,7 @@ static const char *pick_origin(struct cli *cli, struct dv_config *cfg)
 	const char *env = getenv("DATAVO_ORIGIN");
 
 	if (cli->npos == 2)
-		return cli->pos[0];
+		return cli->origin_arg;
 	if (cli->origin)
 		return cli->origin;
 	if (cfg->origin)
@@ -191,8 +212,13 @@ static char *state_dir_for(const struct dv_config *cfg, const char *origin)
 {
 	char base[PATH_MAX], *out = NULL;
 
-	if (asprintf(&out, "%s/%016llx",
-		     dv_config_manifest_base(cfg, base, sizeof(base)),
+	const char *b = dv_config_manifest_base(cfg, base, sizeof(base));
+
+	if (!b) {
+		fprintf(stderr, "datavofs: %s\n", DV_CONFIG_NO_STATE_DIR);
+		return NULL;
+	}
+	if (asprintf(&out, "%s/%016llx", b,
 		     (unsigned long long)XXH3_64bits(origin, strlen(origin))) < 0)
 		out = NULL;
 	return out;
@@ -217,6 +243,11 @@ static int setup_metrics(struct cli *cli, struct dv_fs *fs)
 	return 0;
 }
 
+static void warn_config(void *arg, const char *msg)
+{
+	dv_warn("%s", msg);
+}
+
 static int setup_fs(struct cli *cli, struct dv_fs *fs)
 {
 	struct dv_ns_options nso;
@@ -230,6 +261,7 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 		fprintf(stderr, "datavofs: %s\n", err);
 		return -1;
 	}
+	dv_config_file_warnings(fs->cfg, warn_config, NULL);
 	if (apply_overrides(cli, fs->cfg))
 		return -1;
 	origin = pick_origin(cli, fs->cfg);
@@ -337,8 +369,21 @@ int main(int argc, char *argv[])
 	 * leaves an ignored signal alone: SIGINT must unmount all the same.
 	 */
 	signal(SIGINT, SIG_DFL);
+	/*
+	 * The daemon holds credentials for its whole life (origin URL, cloud
+	 * keys): no core dump, and no /proc/PID/environ, mem or ptrace for
+	 * other processes of the same user.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		dv_warn("cannot make the process non-dumpable: %s", strerror(errno));
 	if (fuse_opt_parse(&args, &cli, cli_opts, opt_proc))
 		return 1;
+	if (cli.npos == 2) {
+		cli.origin_arg = strdup(cli.pos[0]);
+		if (!cli.origin_arg)
+			goto out;
+	}
+	scrub_argv(argc, argv);
 	if (cli.help || cli.version) {
 		if (cli.help)
 			usage(argv[0]);
@@ -375,7 +420,8 @@ int main(int argc, char *argv[])
 	free(opts.mountpoint);
 out:
 	fuse_opt_free_args(&args);
-	free(cli.origin);
+	dv_secret_free(cli.origin_arg);
+	dv_secret_free(cli.origin);
 	free(cli.config);
 	free(cli.verify);
 	free(cli.state_dir);

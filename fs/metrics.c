@@ -1,8 +1,8 @@
 /*
- * The Prometheus exporter (metrics.h): the exposition text, and a minimal
- * HTTP/1.0 server for it written on plain sockets. What it does not do:
- * keep-alive, chunked encoding, TLS, authentication (it listens on the
- * loopback unless told otherwise; put a proxy in front for anything more).
+ * The Prometheus exporter (metrics.h): the exposition text, served by
+ * libmicrohttpd on a socket bound here. What it does not do: keep-alive,
+ * TLS, authentication (it listens on the loopback unless told otherwise;
+ * put a proxy in front for anything more).
  *
  * Every family is written whole (HELP, TYPE, then its samples, one per
  * tier for per-tier families), as the format requires.
@@ -15,14 +15,13 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
+#include <microhttpd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "config/log.h"
@@ -31,15 +30,15 @@
 #include "status.h"
 #include "text.h"
 
-#define REQUEST_MAX 8192
-#define IO_TIMEOUT_S 5
+/* Per connection: MHD's memory pool (the request head must fit). */
+#define REQUEST_MAX (32 * 1024)
+#define CONNECTIONS_MAX 32
+#define PER_IP_MAX 16
 
 struct dv_metrics {
 	struct dv_fs *fs;        /* borrowed */
-	int fd;                  /* listening socket */
-	int wake[2];             /* a byte on wake[1] stops the thread */
-	pthread_t thread;
-	bool started;
+	int fd;                  /* listening socket until MHD takes it */
+	struct MHD_Daemon *mhd;  /* NULL until dv_metrics_start() */
 	char addr[INET6_ADDRSTRLEN + 16];
 };
 
@@ -456,7 +455,6 @@ int dv_metrics_listen(struct dv_fs *fs, const char *spec,
 		return -ENOMEM;
 	}
 	m->fs = fs;
-	m->wake[0] = m->wake[1] = -1;
 	m->fd = bind_first(ai, err, errlen, spec ? spec : DV_DEFAULT_METRICS_ADDR);
 	freeaddrinfo(ai);
 	if (m->fd < 0) {
@@ -469,12 +467,6 @@ int dv_metrics_listen(struct dv_fs *fs, const char *spec,
 	if (!is_loopback((struct sockaddr *)&ss))
 		dv_warn("metrics: listening on %s, which is not a loopback address, as configured: "
 			"whoever reaches it can read the counters", m->addr);
-	if (pipe2(m->wake, O_CLOEXEC)) {
-		ret = -errno;
-		snprintf(err, errlen, "metrics: %s", strerror(errno));
-		dv_metrics_free(m);
-		return ret;
-	}
 	*out = m;
 	return 0;
 }
@@ -484,140 +476,101 @@ const char *dv_metrics_address(const struct dv_metrics *m)
 	return m->addr;
 }
 
-/* ---- the server ---- */
+/* ---- the server: libmicrohttpd ---- */
 
-static int send_all(int fd, const char *buf, size_t len)
+/*
+ * MHD's messages (a client that timed out, a connection refused at a limit)
+ * are about clients, not the daemon: debug level.
+ */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+	char line[512];
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	dv_debug("metrics: %s", line);
+}
+
+/* Queues @body (taken when @owned, else static) as the answer. */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned int code,
+			       const char *ctype, const char *body, size_t len,
+			       bool owned)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)body,
+					    owned ? MHD_RESPMEM_MUST_FREE :
+						    MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		if (owned)
+			free((void *)body);
+		return MHD_NO;
 	}
-	return 0;
+	/* As the HTTP/1.0 exporter answered: one request per connection. */
+	MHD_set_response_options(r, MHD_RF_HTTP_1_0_SERVER, MHD_RO_END);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
-static void respond(int fd, int code, const char *reason, const char *ctype,
-		    const char *body, size_t len, bool head_only)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.0 %d %s\r\nContent-Type: %s\r\n"
-			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-			 code, reason, ctype, len);
+#define RESPOND_STATIC(c, code, body) \
+	respond(c, code, "text/plain", body, sizeof(body) - 1, false)
 
-	if (send_all(fd, head, (size_t)n) == 0 && !head_only)
-		send_all(fd, body, len);
-}
-
-/* Reads the request head; returns its length or -1. */
-static ssize_t read_request(int fd, char *buf, size_t cap)
-{
-	size_t got = 0;
-
-	while (got < cap - 1) {
-		ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		buf[got] = '\0';
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-			return (ssize_t)got;
-	}
-	buf[got] = '\0';
-	/* A request line without the blank line (e.g. HTTP/0.9 style). */
-	return strchr(buf, '\n') ? (ssize_t)got : -1;
-}
-
-static void serve_one(struct dv_metrics *m, int fd)
+/*
+ * One request. MHD has parsed it (a malformed one got its 400 there), cut
+ * the query off @url, and drops the body of a HEAD answer itself.
+ */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+			      const char *url, const char *method,
+			      const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **req_cls)
 {
 	static const char text_type[] = "text/plain; version=0.0.4; charset=utf-8";
-	static const char index_body[] =
-		"datavofs: the metrics are at /metrics\n";
-	char req[REQUEST_MAX], method[8], path[256];
-	bool head_only;
+	struct dv_metrics *m = cls;
 	char *body;
 	size_t len;
 
-	if (read_request(fd, req, sizeof(req)) < 0 ||
-	    sscanf(req, "%7s %255s", method, path) != 2) {
-		respond(fd, 400, "Bad Request", "text/plain", "bad request\n", 12,
-			false);
-		return;
-	}
-	head_only = strcmp(method, "HEAD") == 0;
-	if (!head_only && strcmp(method, "GET") != 0) {
-		respond(fd, 405, "Method Not Allowed", "text/plain",
-			"only GET\n", 9, false);
-		return;
-	}
-	path[strcspn(path, "?")] = '\0';
-	if (strcmp(path, "/") == 0) {
-		respond(fd, 200, "OK", "text/plain", index_body,
-			sizeof(index_body) - 1, head_only);
-		return;
-	}
-	if (strcmp(path, "/metrics") != 0) {
-		respond(fd, 404, "Not Found", "text/plain", "not found\n", 10,
-			head_only);
-		return;
-	}
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return RESPOND_STATIC(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
+	if (strcmp(url, "/") == 0)
+		return RESPOND_STATIC(c, MHD_HTTP_OK,
+				      "datavofs: the metrics are at /metrics\n");
+	if (strcmp(url, "/metrics") != 0)
+		return RESPOND_STATIC(c, MHD_HTTP_NOT_FOUND, "not found\n");
 	body = dv_metrics_text(m->fs, &len);
-	if (!body) {
-		respond(fd, 500, "Internal Server Error", "text/plain",
-			"out of memory\n", 14, head_only);
-		return;
-	}
-	respond(fd, 200, "OK", text_type, body, len, head_only);
-	free(body);
-}
-
-static void *serve(void *arg)
-{
-	struct dv_metrics *m = arg;
-	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
-
-	for (;;) {
-		struct pollfd pf[2] = { { m->fd, POLLIN, 0 },
-					{ m->wake[0], POLLIN, 0 } };
-		int fd;
-
-		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			dv_err("metrics: poll: %s; the exporter stops", strerror(errno));
-			break;
-		}
-		if (pf[1].revents)
-			break;
-		fd = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		/* A slow or silent client cannot hold the exporter for long. */
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		serve_one(m, fd);
-		close(fd);
-	}
-	return NULL;
+	if (!body)
+		return RESPOND_STATIC(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				      "out of memory\n");
+	return respond(c, MHD_HTTP_OK, text_type, body, len, true);
 }
 
 int dv_metrics_start(struct dv_metrics *m)
 {
-	int ret = pthread_create(&m->thread, NULL, serve, m);
-
-	if (ret) {
-		dv_err("metrics: cannot start the exporter: %s", strerror(ret));
-		return -ret;
+	/*
+	 * One internal thread polls every connection, so a slow client holds
+	 * only its own; CONNECTION_TIMEOUT closes a connection idle that long;
+	 * the limits bound what clients can make us hold (the per-IP one is
+	 * below the total so that one address cannot take every slot).
+	 */
+	m->mhd = MHD_start_daemon(
+		MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		handle, m, MHD_OPTION_LISTEN_SOCKET, m->fd,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DV_METRICS_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_MAX,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PER_IP_MAX,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQUEST_MAX,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	if (!m->mhd) {
+		dv_err("metrics: cannot start the exporter on %s", m->addr);
+		return -EIO;
 	}
-	m->started = true;
+	m->fd = -1; /* MHD's now: MHD_stop_daemon() closes it */
 	dv_info("metrics: serving http://%s/metrics", m->addr);
 	return 0;
 }
@@ -626,18 +579,10 @@ void dv_metrics_free(struct dv_metrics *m)
 {
 	if (!m)
 		return;
-	if (m->started) {
-		char c = 0;
-
-		if (write(m->wake[1], &c, 1) != 1)
-			dv_warn("metrics: cannot wake the exporter: %s", strerror(errno));
-		pthread_join(m->thread, NULL);
-	}
+	/* Closes every connection, slow or not, and joins the thread. */
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
 	if (m->fd >= 0)
 		close(m->fd);
-	if (m->wake[0] >= 0)
-		close(m->wake[0]);
-	if (m->wake[1] >= 0)
-		close(m->wake[1]);
 	free(m);
 }

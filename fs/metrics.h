@@ -1,7 +1,8 @@
 /*
- * The Prometheus exporter: GET /metrics on a small HTTP/1.0 server, one
- * thread, one connection at a time (a scrape every few seconds needs no
- * more), text exposition format 0.0.4. Names start with datavofs_; per-tier
+ * The Prometheus exporter: GET /metrics over HTTP (libmicrohttpd: one
+ * polling thread serving every connection at once, a connection idle for
+ * DV_METRICS_TIMEOUT_S closed, bounded connections and memory), text
+ * exposition format 0.0.4. Names start with datavofs_; per-tier
  * families carry a tier="NAME" label. The numbers are the status file's
  * (status.h says what they mean).
  *
@@ -23,6 +24,8 @@
 #include "datavofs.h"
 
 #define DV_METRICS_DEFAULT_PORT "9110"
+/* A connection idle this long is closed. */
+#define DV_METRICS_TIMEOUT_S 10
 
 struct dv_metrics;
 
@@ -50,13 +53,16 @@ bool dv_metrics_spec_is_off(const char *spec);
 int dv_metrics_listen(struct dv_fs *fs, const char *spec,
 		      struct dv_metrics **out, char *err, size_t errlen);
 
-/* Starts the serving thread. 0 or -errno. */
+/* Starts serving (threads: call after any fork). 0 or -errno. */
 int dv_metrics_start(struct dv_metrics *m);
 
 /* The bound address, e.g. "127.0.0.1:9110" (borrowed). */
 const char *dv_metrics_address(const struct dv_metrics *m);
 
-/* Stops the thread (if started), closes the socket, frees. NULL: no-op. */
+/*
+ * Stops serving (if started): closes every connection, however slow, and
+ * the socket, then frees. NULL: no-op.
+ */
 void dv_metrics_free(struct dv_metrics *m);
 
 #endif

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libfuse3-dev fuse3 libcurl4-openssl-dev
-	libssl-dev libyaml-dev libxxhash-dev liburing-dev check python3)
+	libssl-dev libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev check python3)
 test_pkgs=(nginx-light curl procps util-linux psmisc attr iproute2 clang)
 # Reliability: valgrind for the mount smoke test; libFuzzer's
 # runtime for the fuzz targets (clang's own package may not pull it in).

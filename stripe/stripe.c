@@ -816,8 +816,14 @@ int dv_stripe_tier_new(const struct dv_tier_config *tc,
 		stripe_destroy(&st->base);
 		return ret;
 	}
-	st->state_base = strdup(cfg && cfg->state_dir ? cfg->state_dir :
-			 dv_config_default_state_dir(base, sizeof(base)));
+	if (!(cfg && cfg->state_dir) &&
+	    !dv_config_default_state_dir(base, sizeof(base))) {
+		snprintf(err, errlen, "tier '%s': %s", st->base.name,
+			 DV_CONFIG_NO_STATE_DIR);
+		stripe_destroy(&st->base);
+		return -EINVAL;
+	}
+	st->state_base = strdup(cfg && cfg->state_dir ? cfg->state_dir : base);
 	if (ret || !st->state_base || st->chunk_bytes % DV_STRIPE_ALIGN) {
 		ret = ret ? ret : st->state_base ? -EINVAL : -ENOMEM;
 		snprintf(err, errlen, "tier '%s': %s", st->base.name,

@@ -92,7 +92,8 @@ static void print_settings(const struct dv_config *cfg)
 	printf("  metrics:        %s\n", cfg->metrics ? cfg->metrics : "off (-o metrics turns it on)");
 	printf("  dollars_per_gb: %.4f\n", cfg->dollars_per_gb);
 	printf("  state_dir:      %s\n",
-	       dv_config_manifest_base(cfg, base, sizeof(base)));
+	       dv_config_manifest_base(cfg, base, sizeof(base)) ? base :
+	       "(none: HOME and XDG_RUNTIME_DIR are unset)");
 	printf("  http:           connect_timeout %u s, low_speed %u B/s for %u s, %u retries\n",
 	       cfg->http.connect_timeout, cfg->http.low_speed_limit,
 	       cfg->http.low_speed_time, cfg->http.retries);
@@ -177,28 +178,14 @@ static void print_tier(const struct dv_config *cfg, size_t i)
 	dv_tier_free(t);
 }
 
-static bool has_secret(const struct dv_config *cfg)
+static void warn_line(void *arg, const char *msg)
 {
-	for (size_t i = 0; i < cfg->ntiers; i++) {
-		if (cfg->tiers[i].sas_token)
-			return true;
-	}
-	return false;
+	warn("%s", msg);
 }
 
 static void file_warnings(const struct dv_config *cfg)
 {
-	struct stat st;
-
-	if (!cfg->path || stat(cfg->path, &st))
-		return;
-	if (has_secret(cfg) && (st.st_mode & (S_IROTH | S_IRGRP)))
-		warn("%s holds a secret (sas_token) and is readable by %s (mode %04o): chmod 600 %s",
-		     cfg->path, st.st_mode & S_IROTH ? "everyone" : "its group",
-		     (unsigned)(st.st_mode & 07777), cfg->path);
-	if (st.st_mode & S_IWOTH)
-		warn("%s is writable by everyone (mode %04o): anyone can redirect the cache",
-		     cfg->path, (unsigned)(st.st_mode & 07777));
+	dv_config_file_warnings(cfg, warn_line, NULL);
 }
 
 int dv_ctl_inspect(int argc, char **argv)

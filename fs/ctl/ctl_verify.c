@@ -286,6 +286,11 @@ int dv_ctl_verify(int argc, char **argv)
 		return 1;
 	if (!state)
 		state = dv_config_manifest_base(cfg, base, sizeof(base));
+	if (!state) {
+		fprintf(stderr, "datavoctl verify: %s\n", DV_CONFIG_NO_STATE_DIR);
+		ret = 1;
+		goto out;
+	}
 	ret = dv_ns_cached_manifests(state, load_manifest, &vf);
 	if (ret) {
 		fprintf(stderr, "datavoctl verify: %s\n", strerror(-ret));

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -468,6 +469,14 @@ static int shard_add(struct jp *jp, struct sparse *sp)
 			return jp_fail(jp, "shard %zu: no \"%s\"", sp->i,
 				       keys[k]);
 	}
+	/*
+	 * A size no file can have (off_t is signed) would only fail later,
+	 * as EIO at open or a wrapped st_size: refuse the manifest now.
+	 */
+	if (sp->s.size > (uint64_t)INT64_MAX)
+		return jp_fail(jp, "shard %zu (%s): size %" PRIu64
+			       " is larger than a file can be (at most %" PRId64 ")",
+			       sp->i, sp->name, sp->s.size, INT64_MAX);
 	if (mp->names_len + len > UINT32_MAX)
 		return jp_fail(jp, "shard %zu: too many names", sp->i);
 	p = grow(m->names, &mp->names_cap, mp->names_len + len, 1, 4096);

@@ -13,9 +13,10 @@
  * Readers hold the read lock, and only commits take the write lock, for
  * pointer swaps and inode table inserts: no I/O ever happens under it.
  *
- * This file: trees, refresh, pins, lookup, readdir and the API. Inode
- * numbers and the inode table are in ns_inodes.c; reading documents from
- * the origin and the disk cache in ns_cache.c (shared types: ns_impl.h).
+ * This file: trees, refresh, lookup, readdir and the API. Inode numbers
+ * and the inode table are in ns_inodes.c; reading documents from the
+ * origin and the disk cache in ns_cache.c; pins (<dataset>@<N>) in
+ * ns_pins.c (shared types: ns_impl.h).
  *
  * Not here: payload (the tree never reads shards), FUSE replies (fuse_ops.c).
  */
@@ -506,7 +507,7 @@ void dv_ns_maybe_refresh(struct dv_namespace *ns)
 
 /* ---- entries ---- */
 
-static void entry_dir(const struct dirinfo *d, struct dv_ns_entry *e)
+void dv_ns_entry_dir(const struct dirinfo *d, struct dv_ns_entry *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = d->ino;
@@ -560,112 +561,9 @@ static int shard_lookup(const struct dsver *v, const char *name,
 	return 0;
 }
 
-/* ---- pins: <dataset>@<N> ---- */
-
-/*
- * Splits "train@12" into the dataset path under @parent and the revision.
- * Only the canonical spelling of N is a pin, so each has one inode.
- */
-static bool pin_parse(const struct dirinfo *parent, const char *name,
-		      char *dataset, size_t len, uint64_t *rev)
+bool dv_ns_dataset_listed(const struct dv_namespace *ns, const char *dataset)
 {
-	const char *at = strrchr(name, '@');
-	char part[DV_NAME_MAX + 1];
-	size_t plen = at ? (size_t)(at - name) : 0;
-
-	if (!at || plen == 0 || plen > DV_NAME_MAX || (at[1] == '0' && at[2]) ||
-	    dv_parse_uint(at + 1, UINT64_MAX, rev) < 0)
-		return false;
-	memcpy(part, name, plen);
-	part[plen] = '\0';
-	if (!dv_valid_name_part(part))
-		return false;
-	return (size_t)snprintf(dataset, len, "%s%s%s", parent->path,
-				*parent->path ? "/" : "", part) < len;
-}
-
-/* Reads revision @rev of @dataset from the cache, else the origin. */
-static int pin_load(struct dv_namespace *ns, const char *dataset,
-		    uint64_t rev, const char *pin_path, struct dsver **out)
-{
-	char relpath[DV_DATASET_MAX + 64], why[256];
-	struct dv_manifest *m = NULL;
-	struct doc d;
-	int ret = -ENOENT;
-
-	snprintf(relpath, sizeof(relpath), "%s/revisions/%llu.json", dataset,
-		 (unsigned long long)rev);
-	for (int cached = 1; cached >= 0 && !m; cached--) {
-		ret = dv_ns_doc_get(ns, cached, relpath, NULL, &d);
-		if (ret == 0)
-			ret = dv_manifest_parse(d.body, d.len, dataset, &m, why,
-						sizeof(why));
-		if (ret == 0 && m->revision != rev) {
-			snprintf(why, sizeof(why), "it holds revision %llu",
-				 (unsigned long long)m->revision);
-			dv_manifest_free(m);
-			m = NULL;
-			ret = -EINVAL;
-		}
-		if (ret == -EINVAL) {
-			count(&ns->rejected);
-			dv_warn("namespace: %s%s rejected: %s",
-				cached ? "cached " : "", relpath, why);
-		}
-		if (ret == 0 && !cached)
-			dv_ns_cache_write(ns, relpath, &d);
-		if (ret == 0)
-			*out = dv_ns_dsver_new(m, pin_path, d.mtime,
-					       XXH3_128bits(d.body, d.len));
-		dv_ns_doc_release(&d);
-	}
-	if (ret == 0 && !*out)
-		return -ENOMEM;
-	return ret == -EINVAL ? -ENOENT : ret;
-}
-
-/* Looks up pin @name in @parent (a dirinfo lives as long as @ns). */
-static int pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
-		      const char *name, struct dv_ns_entry *out)
-{
-	char dataset[DV_DATASET_MAX + 1], pin_path[DV_DATASET_MAX + 32];
-	struct dirinfo *d;
-	struct dsver *v = NULL;
-	uint64_t rev;
-	int ret = 0;
-
-	if (!pin_parse(parent, name, dataset, sizeof(dataset), &rev))
-		return -ENOENT;
-	snprintf(pin_path, sizeof(pin_path), "%s@%llu", dataset,
-		 (unsigned long long)rev);
-	pthread_mutex_lock(&ns->pin_mutex);
-	pthread_rwlock_rdlock(&ns->lock);
-	d = dv_ns_pin_find(ns, pin_path);
-	if (d)
-		entry_dir(d, out);
-	else if (find_str(ns->cur->datasets, ns->cur->ndatasets, dataset) < 0)
-		ret = -ENOENT;
-	pthread_rwlock_unlock(&ns->lock);
-	if (d || ret)
-		goto out;
-	ret = pin_load(ns, dataset, rev, pin_path, &v);
-	if (ret)
-		goto out;
-	pthread_rwlock_wrlock(&ns->lock);
-	d = dv_ns_dsver_commit(ns, v) == 0 ? dv_ns_dir_intern(ns, pin_path) :
-					     NULL;
-	if (d) {
-		d->pin = v;
-		d->mtime = v->mtime;
-		entry_dir(d, out);
-	}
-	pthread_rwlock_unlock(&ns->lock);
-	if (!v->committed)
-		dv_ns_dsver_free(v);
-	ret = d ? 0 : -ENOMEM;
-out:
-	pthread_mutex_unlock(&ns->pin_mutex);
-	return ret;
+	return find_str(ns->cur->datasets, ns->cur->ndatasets, dataset) >= 0;
 }
 
 /* ---- the API ---- */
@@ -692,14 +590,14 @@ int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
 		sub = bsearch(name, dir->subs, dir->nsubs, sizeof(*dir->subs),
 			      cmp_sub_name);
 		if (sub)
-			entry_dir((*sub)->info, out);
+			dv_ns_entry_dir((*sub)->info, out);
 		else
 			ret = shard_lookup(dir->ds, name, out);
 	}
 	pthread_rwlock_unlock(&ns->lock);
 	/* A dirinfo outlives the lock: it is freed with the namespace. */
 	if (ret == -ENOENT && d && !in_pin && strchr(name, '@'))
-		ret = pin_lookup(ns, d, name, out);
+		ret = dv_ns_pin_lookup(ns, d, name, out);
 	return ret;
 }
 
@@ -714,7 +612,7 @@ int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
 	if (!s)
 		ret = -ENOENT;
 	else if (s->idx == DIR_IDX)
-		entry_dir(ns->dirs[s->owner], out);
+		dv_ns_entry_dir(ns->dirs[s->owner], out);
 	else
 		entry_shard(ns->vers[s->owner], s->idx, out);
 	pthread_rwlock_unlock(&ns->lock);
@@ -732,7 +630,7 @@ static int list_dir(const struct dir *dir, uint64_t pos, dv_ns_fill_fn fn,
 
 	for (; pos < dir->nsubs + nshards; pos++) {
 		if (pos < dir->nsubs) {
-			entry_dir(dir->subs[pos]->info, &e);
+			dv_ns_entry_dir(dir->subs[pos]->info, &e);
 		} else {
 			name = dv_manifest_name(v->m, &v->m->shards[pos - dir->nsubs]);
 			if (bsearch(name, dir->subs, dir->nsubs,
@@ -805,7 +703,7 @@ static int ns_init(struct dv_namespace *ns, const struct dv_ns_options *opt)
 	pthread_rwlock_init(&ns->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&ns->refresh_mutex, NULL);
-	pthread_mutex_init(&ns->pin_mutex, NULL);
+	dv_ns_pins_init(ns);
 	ret = dv_ns_inodes_init(ns);
 	if (ret)
 		return ret;
@@ -863,6 +761,6 @@ void dv_ns_free(struct dv_namespace *ns)
 	free(ns->state_dir);
 	pthread_rwlock_destroy(&ns->lock);
 	pthread_mutex_destroy(&ns->refresh_mutex);
-	pthread_mutex_destroy(&ns->pin_mutex);
+	dv_ns_pins_release(ns);
 	free(ns);
 }

@@ -2,7 +2,8 @@
  * Internals of the namespace (namespace.h), shared by its three files:
  *   namespace.c  the tree: building, refreshing, lookup, readdir, the API;
  *   ns_inodes.c  stable inode numbers, the inode table, manifest versions;
- *   ns_cache.c   documents, from the on-disk cache or the origin.
+ *   ns_cache.c   documents, from the on-disk cache or the origin;
+ *   ns_pins.c    pins (<dataset>@<N>): loads, and misses remembered.
  * Private to the namespace: nothing else includes this header.
  *
  * Locking: "under the write lock" / "under the read lock" mean ns->lock.
@@ -24,6 +25,7 @@
 struct dir;                       /* a directory of one tree (namespace.c) */
 struct tree;                      /* one immutable tree (namespace.c) */
 struct dv_manifest;
+struct pin_note;                  /* ns_pins.c */
 
 /* A directory ever shown. */
 struct dirinfo {
@@ -58,7 +60,10 @@ struct dv_namespace {
 	unsigned ttl;
 	pthread_rwlock_t lock;
 	pthread_mutex_t refresh_mutex;  /* one refresher at a time */
-	pthread_mutex_t pin_mutex;      /* one pin load at a time */
+	pthread_mutex_t pin_mutex;      /* protects pin_notes */
+	pthread_cond_t pin_cond;        /* a pin load ended */
+	struct pin_note *pin_notes;     /* DV_NS_PIN_NOTES: loads in flight,
+					   recent misses (ns_pins.c) */
 	struct tree *cur;               /* protected by lock; replaced only
 					   under refresh_mutex, which may
 					   read it without the lock */
@@ -112,6 +117,33 @@ struct dsver *dv_ns_dsver_new(struct dv_manifest *m, const char *path,
 			      time_t mtime, XXH128_hash_t digest);
 /* Frees an uncommitted version; NULL is a no-op. */
 void dv_ns_dsver_free(struct dsver *v);
+
+/* ---- namespace.c ---- */
+
+/* @e describes directory @d. Under the read lock. */
+void dv_ns_entry_dir(const struct dirinfo *d, struct dv_ns_entry *e);
+
+/* True when @dataset is in the current datasets.json. Under the read lock. */
+bool dv_ns_dataset_listed(const struct dv_namespace *ns, const char *dataset);
+
+/* ---- ns_pins.c ---- */
+
+/* Pins remembered at once, loads in flight and misses (a bound). */
+#define DV_NS_PIN_NOTES 256
+
+void dv_ns_pins_init(struct dv_namespace *ns);
+void dv_ns_pins_release(struct dv_namespace *ns);
+
+/*
+ * Looks up pin @name ("train@12") in @parent, loading the revision from
+ * the disk cache or the origin on first sight. Takes no lock on entry; the
+ * origin is read with no lock held, one load per pin at a time (a second
+ * lookup waits for the first). A revision found missing is remembered for
+ * ns->ttl seconds (-ENOENT without asking the origin again). 0 with @out
+ * filled, -ENOENT, or -errno of the load.
+ */
+int dv_ns_pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
+		     const char *name, struct dv_ns_entry *out);
 
 /* ---- ns_cache.c ---- */
 

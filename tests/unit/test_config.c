@@ -1260,6 +1260,65 @@ START_TEST(test_load_file)
 }
 END_TEST
 
+/* Collects the messages of dv_config_file_warnings(). */
+struct warned {
+	int n;
+	char last[512];
+};
+
+static void collect(void *arg, const char *msg)
+{
+	struct warned *w = arg;
+
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", msg);
+}
+
+static struct warned file_warnings(const char *dir, const char *yaml,
+				   mode_t mode)
+{
+	struct warned w = { 0 };
+	struct dv_config *cfg;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/shards.yaml", dir);
+	dv_test_write_file(path, yaml, strlen(yaml));
+	ck_assert_int_eq(chmod(path, mode), 0);
+	ck_assert_int_eq(dv_config_load_file(path, &cfg, err, sizeof(err)), 0);
+	dv_config_file_warnings(cfg, collect, &w);
+	dv_config_free(cfg);
+	return w;
+}
+
+/* A config holding a secret that others can read is worth a warning. */
+START_TEST(test_secret_file_mode)
+{
+	static const char sas[] =
+		"tiers:\n  - path: /tmp/t\n  - type: azure_blob\n"
+		"    container_url: https://a.blob.core.windows.net/c\n"
+		"    sas_token: sv=1&sig=SECRET\n";
+	static const char creds[] = "origin: https://u:p@h/\ntiers:\n  - path: /tmp/t\n";
+	static const char plain[] = "origin: https://h/\ntiers:\n  - path: /tmp/t\n";
+	char *dir = dv_test_tmpdir("cfgmode");
+	struct warned w;
+
+	w = file_warnings(dir, sas, 0644);
+	ck_assert_int_eq(w.n, 1);
+	ck_assert_ptr_nonnull(strstr(w.last, "holds a secret (sas_token) and is readable by everyone (mode 0644)"));
+	ck_assert_ptr_null(strstr(w.last, "SECRET"));
+	w = file_warnings(dir, sas, 0640);
+	ck_assert_ptr_nonnull(strstr(w.last, "readable by its group"));
+	ck_assert_int_eq(file_warnings(dir, sas, 0600).n, 0);
+	w = file_warnings(dir, creds, 0644);
+	ck_assert_ptr_nonnull(strstr(w.last, "holds a secret (origin credentials)"));
+	ck_assert_int_eq(file_warnings(dir, plain, 0644).n, 0);
+	w = file_warnings(dir, plain, 0666);
+	ck_assert_ptr_nonnull(strstr(w.last, "writable by everyone"));
+	dv_test_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -1296,6 +1355,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_secrets_not_in_errors);
 	tcase_add_test(tc, test_yaml_aliases);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_secret_file_mode);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(tr, resolve_setup, resolve_teardown);

@@ -63,7 +63,7 @@ START_TEST(test_good)
 	uint8_t sha[32];
 
 	ck_assert_int_eq(parse(DOC(SHARD("\"b.tar\"", "0", "\"" H32 "\"", "7", "\"" S64 "\"") ", "
-				   SHARD("\"a.tar\"", "1", "\"" H32 H32 "\"", "18446744073709551615", "\"" S64 "\"")),
+				   SHARD("\"a.tar\"", "1", "\"" H32 H32 "\"", "9223372036854775807", "\"" S64 "\"")),
 			       &m), 0);
 	ck_assert_str_eq(m->dataset, "demo/train");
 	ck_assert_uint_eq(m->revision, 3);
@@ -75,7 +75,7 @@ START_TEST(test_good)
 	/* Sorted by name, index kept. */
 	ck_assert_str_eq(dv_manifest_name(m, &m->shards[0]), "a.tar");
 	ck_assert_uint_eq(m->shards[0].index, 1);
-	ck_assert_uint_eq(m->shards[0].size, UINT64_MAX);
+	ck_assert_uint_eq(m->shards[0].size, INT64_MAX); /* the largest off_t */
 	ck_assert_str_eq(m->shards[0].hash, H32 H32);
 	s = dv_manifest_find(m, "b.tar");
 	ck_assert_ptr_nonnull(s);
@@ -197,6 +197,11 @@ START_TEST(test_bad_numbers)
 	}
 	refused(DOC(SHARD("\"a.tar\"", "0", "\"" H32 "\"", "-1", "\"" S64 "\"")),
 		"shard 0: size '-1' is not a non-negative integer");
+	/* No file is larger than INT64_MAX (off_t): refused with the manifest. */
+	refused(DOC(GOOD_SHARD("a.tar") ", " SHARD("\"big.tar\"", "1", "\"" H32 "\"", "9223372036854775808", "\"" S64 "\"")),
+		"shard 1 (big.tar): size 9223372036854775808 is larger than a file can be");
+	refused(DOC(SHARD("\"a.tar\"", "0", "\"" H32 "\"", "18446744073709551615", "\"" S64 "\"")),
+		"shard 0 (a.tar): size 18446744073709551615");
 }
 END_TEST
 

@@ -7,11 +7,14 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/log.h"
@@ -176,18 +179,28 @@ START_TEST(test_addresses)
 }
 END_TEST
 
-/* One HTTP/1.0 exchange with the exporter; returns the response. */
-static char *http(const char *addr, const char *request)
+static int connect_to(const char *addr)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	static char buf[1 << 16];
-	size_t got = 0;
-	ssize_t n;
+	/* A generous bound: an answer that does not come fails the test. */
+	struct timeval tv = { .tv_sec = 15 };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	sa.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* One HTTP/1.0 exchange with the exporter; returns the response. */
+static char *http(const char *addr, const char *request)
+{
+	static char buf[1 << 16];
+	size_t got = 0;
+	ssize_t n;
+	int fd = connect_to(addr);
+
 	ck_assert_int_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
 	while ((n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
 		got += (size_t)n;
@@ -218,7 +231,13 @@ START_TEST(test_server)
 	ck_assert_ptr_nonnull(strstr(r, "404 Not Found"));
 	r = http(dv_metrics_address(env.fs.metrics), "DELETE /metrics HTTP/1.0\r\n\r\n");
 	ck_assert_ptr_nonnull(strstr(r, "405"));
+	/*
+	 * A request line libmicrohttpd 0.9.75 cannot split (no space) is
+	 * closed unanswered; one it can split but not accept gets a 400.
+	 */
 	r = http(dv_metrics_address(env.fs.metrics), "garbage\r\n\r\n");
+	ck_assert(r[0] == '\0' || strstr(r, "400"));
+	r = http(dv_metrics_address(env.fs.metrics), "GET /metrics\r\n\r\n");
 	ck_assert_ptr_nonnull(strstr(r, "400"));
 	/* the status document names the exporter */
 	{
@@ -229,6 +248,66 @@ START_TEST(test_server)
 		free(s);
 	}
 	env_close(&env); /* stops the thread */
+}
+END_TEST
+
+/* A slow-loris client: a request head that never ends, a byte at a time. */
+struct loris {
+	int fd;
+	volatile bool stop;
+};
+
+static void *loris_run(void *arg)
+{
+	struct loris *l = arg;
+	static const char head[] = "GET /metrics HTTP/1.0\r\nX-Slow: ";
+
+	if (send(l->fd, head, sizeof(head) - 1, MSG_NOSIGNAL) < 0)
+		return NULL;
+	while (!l->stop) {
+		/* every second, well inside any per-recv timeout */
+		for (int i = 0; i < 10 && !l->stop; i++)
+			usleep(100 * 1000);
+		if (send(l->fd, "a", 1, MSG_NOSIGNAL) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void *free_metrics(void *arg)
+{
+	dv_metrics_free(arg);
+	return NULL;
+}
+
+START_TEST(test_slow_client)
+{
+	struct loris l = { .stop = false };
+	pthread_t lt, ft;
+	struct timespec deadline;
+	struct env env;
+	char *r;
+
+	env_open(&env, "local");
+	ck_assert_int_eq(dv_metrics_listen(&env.fs, "127.0.0.1:0", &env.fs.metrics, err, sizeof(err)), 0);
+	ck_assert_int_eq(dv_metrics_start(env.fs.metrics), 0);
+	l.fd = connect_to(dv_metrics_address(env.fs.metrics));
+	ck_assert_int_eq(pthread_create(&lt, NULL, loris_run, &l), 0);
+	sleep(2); /* the server has taken the slow connection */
+	/* a scrape beside it is answered */
+	r = http(dv_metrics_address(env.fs.metrics), "GET /metrics HTTP/1.0\r\n\r\n");
+	ck_assert_ptr_nonnull(strstr(r, "200 OK"));
+	ck_assert_ptr_nonnull(strstr(r, "datavofs_tier_hits_total{tier=\"local\"} 0\n"));
+	/* and shutdown does not wait for the slow client (a generous bound) */
+	ck_assert_int_eq(pthread_create(&ft, NULL, free_metrics, env.fs.metrics), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 20;
+	ck_assert_int_eq(pthread_timedjoin_np(ft, NULL, &deadline), 0);
+	env.fs.metrics = NULL;
+	l.stop = true;
+	pthread_join(lt, NULL);
+	close(l.fd);
+	env_close(&env);
 }
 END_TEST
 
@@ -281,6 +360,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, test_label_escaping);
 	tcase_add_test(tc, test_addresses);
 	tcase_add_test(tc, test_server);
+	tcase_add_test(tc, test_slow_client);
 	tcase_add_test(tc, test_port_in_use);
 	tcase_add_test(tc, test_text_buffer);
 	suite_add_tcase(s, tc);

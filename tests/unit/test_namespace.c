@@ -365,6 +365,44 @@ START_TEST(test_pins)
 }
 END_TEST
 
+/*
+ * A revision found missing is remembered for the TTL: published meanwhile,
+ * it stays ENOENT until then (the origin is not asked again); with a TTL of
+ * 0 nothing is remembered.
+ */
+START_TEST(test_pin_miss_remembered)
+{
+	static const char doc9[] = "{\"format\": \"datavo-manifest/1\", \"dataset\": \"demo/train\", \"revision\": 9, \"shards\": []}";
+	static const char doc10[] = "{\"format\": \"datavo-manifest/1\", \"dataset\": \"demo/train\", \"revision\": 10, \"shards\": []}";
+	struct dv_ns_entry e;
+	struct env env;
+
+	env_init(&env);
+	standard_origin(env.origin_dir);
+	ck_assert_int_eq(ns_open(&env, 60), 0);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@9", &e), -ENOENT);
+	put(env.origin_dir, "demo/train/revisions/9.json", doc9);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@9", &e), -ENOENT);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@1", &e), 0);
+	/* many misses: the notes are bounded, and still answer */
+	for (int i = 100; i < 100 + 2 * 256; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "demo/train@%d", i);
+		ck_assert_int_eq(lookup_path(env.ns, name, &e), -ENOENT);
+	}
+	ns_close(&env);
+
+	ck_assert_int_eq(ns_open(&env, 0), 0);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@9", &e), 0);
+	ck_assert_str_eq(e.dataset, "demo/train@9");
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@10", &e), -ENOENT);
+	put(env.origin_dir, "demo/train/revisions/10.json", doc10);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train@10", &e), 0);
+	env_release(&env);
+}
+END_TEST
+
 /* Inode numbers and times are the same on every mount. */
 START_TEST(test_stable_inodes)
 {
@@ -744,6 +782,7 @@ static Suite *namespace_suite(void)
 	tcase_add_test(tc, test_tree);
 	tcase_add_test(tc, test_nested_parent_dataset);
 	tcase_add_test(tc, test_pins);
+	tcase_add_test(tc, test_pin_miss_remembered);
 	tcase_add_test(tc, test_stable_inodes);
 	tcase_add_test(tc, test_bad_manifests);
 	tcase_add_test(tc, test_origin_down);

@@ -428,6 +428,51 @@ START_TEST(test_file_fetch)
 }
 END_TEST
 
+/*
+ * Symlinks that lead out of the origin's root are refused, for documents
+ * and shards; one that stays inside serves.
+ */
+START_TEST(test_file_symlinks)
+{
+	struct dv_origin *o = file_origin("");
+	char *outside = dv_test_tmpdir("outside"), *body = NULL;
+	char link[PATH_MAX], target[PATH_MAX];
+	size_t len = 0;
+	int fin;
+
+	snprintf(target, sizeof(target), "%s/secret.json", outside);
+	dv_test_write_file(target, "{\"datasets\": []}\n", 17);
+	snprintf(link, sizeof(link), "%s/escape.json", root);
+	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(dv_origin_get_doc(o, "escape.json", NULL, &body, &len,
+					   NULL), -EACCES);
+	ck_assert_ptr_null(body);
+	unlink(link);
+	ck_assert_int_eq(symlink("../outside-rel.json", link), 0);
+	ck_assert_int_eq(dv_origin_get_doc(o, "escape.json", NULL, &body, &len,
+					   NULL), -EACCES);
+	unlink(link);
+	/* inside the root: served */
+	ck_assert_int_eq(symlink("datasets.json", link), 0);
+	ck_assert_int_eq(dv_origin_get_doc(o, "escape.json", NULL, &body, &len,
+					   NULL), 0);
+	free(body);
+	unlink(link);
+	/* a shard whose file is a symlink out of the root */
+	snprintf(target, sizeof(target), "%s/shards/%s.tar", root, HASH_A);
+	snprintf(link, sizeof(link), "%s/a.tar", outside);
+	ck_assert_int_eq(rename(target, link), 0);
+	ck_assert_int_eq(symlink(link, target), 0);
+	ck_assert_int_eq(fetch(o, HASH_A, SIZE_A, sha_a, &fin), -EACCES);
+	unlink(target);
+	ck_assert_int_eq(rename(link, target), 0);
+	ck_assert_int_eq(fetch(o, HASH_A, SIZE_A, sha_a, &fin), 0);
+	dv_test_rmtree(outside);
+	free(outside);
+	dv_origin_free(o);
+}
+END_TEST
+
 /* ---- http origin ---- */
 
 START_TEST(test_http_get_doc)
@@ -763,6 +808,7 @@ static Suite *origin_suite(void)
 	tcase_add_test(tc, test_file_get_doc);
 	tcase_add_test(tc, test_file_doc_too_large);
 	tcase_add_test(tc, test_file_fetch);
+	tcase_add_test(tc, test_file_symlinks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("http");

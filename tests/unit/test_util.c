@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/secret.h"
 #include "config/util.h"
 #include "helpers.h"
 
@@ -335,6 +336,26 @@ START_TEST(test_physical_memory)
 }
 END_TEST
 
+START_TEST(test_secret_scrub)
+{
+	char url[] = "https://user:pass@host:8/p/a?token=abc#frag";
+	char plain[] = "https://host/p?x";
+	char notaurl[] = "/mnt/a?b@c";
+	char opts[] = "config=/c,origin=http://u:p@h/?t=1,ro";
+
+	dv_secret_scrub_url(url, strlen(url));
+	ck_assert_str_eq(url, "https://*********@host:8/p/a?*********#frag");
+	dv_secret_scrub_url(plain, strlen(plain));
+	ck_assert_str_eq(plain, "https://host/p?*");
+	dv_secret_scrub_url(notaurl, strlen(notaurl));
+	ck_assert_str_eq(notaurl, "/mnt/a?b@c");
+	dv_secret_scrub_opts(opts);
+	ck_assert_str_eq(opts, "config=/c,origin=http://***@h/?***,ro");
+	dv_secret_free(NULL);
+	dv_secret_free(strdup("x"));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -356,6 +377,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_read_file);
 	tcase_add_test(tc, test_pread_full);
 	tcase_add_test(tc, test_physical_memory);
+	tcase_add_test(tc, test_secret_scrub);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,17 +7,24 @@
  * and local disks, and a file truncated under us is an error, not a SIGBUS
  * as with mmap.
  *
+ * Every path is resolved beneath the root (openat2, RESOLVE_BENEATH): a
+ * symlink in the origin may point elsewhere inside it, never out of it, so
+ * whoever can write into the origin cannot make the daemon read (and serve
+ * through the mount) any other file it can read.
+ *
  * Not here: retries (a local read either works or does not), verifying
  * (the sink does).
  */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config/log.h"
@@ -54,16 +61,52 @@ static int map_open_errno(int err)
 		return -EACCES;
 	case ENOMEM:
 		return -ENOMEM;
+	case EXDEV: /* RESOLVE_BENEATH: the path leads out of the root */
+		return -EACCES;
+	case ELOOP:
+		return -ELOOP;
 	default:
 		return -EIO;
 	}
 }
 
-static int open_regular(const char *path, struct stat *st)
+/*
+ * openat2(@relpath) beneath the root, opened for each call so that a root
+ * moved or replaced is seen at once. A kernel without openat2 (before 5.6)
+ * gets O_NOFOLLOW: the last component, at least, is no symlink.
+ */
+static int open_beneath(const struct file_origin *o, const char *relpath)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH };
+	int dir, fd, err;
+
+	dir = open(*o->root ? o->root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, dir, relpath, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(dir, relpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	err = errno;
+	close(dir);
+	errno = err;
+	return fd;
+}
+
+/* @path: what log lines show (the root and @relpath). */
+static int open_regular(const struct file_origin *o, const char *relpath,
+			const char *path, struct stat *st)
+{
+	int fd = open_beneath(o, relpath);
 	int ret;
 
+	if (fd < 0 && (errno == EXDEV || errno == ELOOP)) {
+		ret = map_open_errno(errno);
+		dv_err("origin: refusing %s: %s", path,
+		       errno == EXDEV ? "a symlink leads out of the origin's root" :
+					"too many symlinks");
+		return ret;
+	}
 	if (fd < 0) {
 		ret = map_open_errno(errno);
 		if (ret != -ENOENT)
@@ -150,7 +193,7 @@ static int file_get_doc(struct dv_origin *base, const char *relpath,
 	}
 	if (asprintf(&path, "%s/%s", o->root, relpath) < 0)
 		return -ENOMEM;
-	fd = open_regular(path, &st);
+	fd = open_regular(o, relpath, path, &st);
 	if (fd < 0) {
 		ret = fd;
 		goto out;
@@ -230,7 +273,7 @@ static int file_fetch_shard(struct dv_origin *base, const char *hash,
 	__atomic_fetch_add(&base->requests, 1, __ATOMIC_RELAXED);
 	if (asprintf(&path, "%s/shards/%s.tar", o->root, hash) < 0)
 		return -ENOMEM;
-	fd = open_regular(path, &st);
+	fd = open_regular(o, path + strlen(o->root) + 1, path, &st);
 	if (fd < 0) {
 		ret = fd;
 		if (ret == -ENOENT)
