@@ -10,8 +10,9 @@
  *
  * What it does not do: create directories, probe devices, resolve hosts or
  * open connections. Values are checked for form only; the tiers check that
- * a path is usable when they open it. Reading files, resolution (R10), the
- * built-in default and the names of enums are in config.c.
+ * a path is usable when they open it. Loading the YAML document, its nodes
+ * and the messages are parse_yaml.c's; reading files, resolution (R10),
+ * the built-in default and the names of enums are config.c's.
  */
 #include "config.h"
 
@@ -24,6 +25,7 @@
 #include <yaml.h>
 
 #include "config_impl.h"
+#include "parse_impl.h"
 #include "log.h"
 #include "perms.h"
 #include "util.h"
@@ -32,146 +34,11 @@
 #define CHUNK_MAX (1ULL << 30)
 #define SECONDS_MAX 86400
 #define RETRIES_MAX 100
-#define MSG_MAX 512
 
 #define TYPE_BIT(t) (1u << DV_TIER_TYPE_##t)
 #define ALL_TYPES 0x3fu
 #define FOLDER_TYPES (TYPE_BIT(FOLDER) | TYPE_BIT(RAM))
 #define CLOUD_TYPES (TYPE_BIT(S3) | TYPE_BIT(AZURE_BLOB) | TYPE_BIT(GCS))
-
-struct parse_ctx {
-	const char *path;   /* for messages */
-	yaml_document_t *doc;
-	struct dv_config *cfg;
-	const char *prefix; /* "http." while inside the http mapping */
-	const char *text;   /* the whole file, for encoding errors */
-	size_t len;
-	char *err;
-	size_t errlen;
-};
-
-struct field;
-
-/* Checks @val and stores it into @obj; @key is the name for messages. */
-typedef int (*field_set_fn)(struct parse_ctx *ctx, const struct field *f,
-			    const char *key, yaml_node_t *val, void *obj);
-
-struct field {
-	const char *key;
-	field_set_fn set;
-	size_t off;     /* where set() stores, inside obj */
-	unsigned types; /* tier keys: bits of the types that accept the key */
-	uint64_t max;   /* set_uint(): the largest value */
-	bool legacy;    /* accepted but not listed; set() sees null values too */
-};
-
-/* Messages */
-
-static int fail_line(struct parse_ctx *ctx, size_t line, const char *key,
-		     const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail_line(struct parse_ctx *ctx, size_t line, const char *key,
-		     const char *fmt, ...)
-{
-	char msg[MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (key)
-		dv_config_set_error(ctx->err, ctx->errlen,
-				    "%s:%zu: key '%s': %s", ctx->path, line,
-				    key, msg);
-	else
-		dv_config_set_error(ctx->err, ctx->errlen, "%s:%zu: %s",
-				    ctx->path, line, msg);
-	return -EINVAL;
-}
-
-static size_t node_line(const yaml_node_t *node)
-{
-	return node->start_mark.line + 1;
-}
-
-#define fail(ctx, node, key, ...) \
-	fail_line(ctx, node_line(node), key, __VA_ARGS__)
-
-static int fail_nomem(struct parse_ctx *ctx)
-{
-	dv_config_set_error(ctx->err, ctx->errlen, "%s: out of memory",
-			    ctx->path);
-	return -ENOMEM;
-}
-
-/* Nodes */
-
-static const char *scalar(const yaml_node_t *node)
-{
-	return (const char *)node->data.scalar.value;
-}
-
-static const char *node_kind(const yaml_node_t *node)
-{
-	switch (node->type) {
-	case YAML_SEQUENCE_NODE:
-		return "a list";
-	case YAML_MAPPING_NODE:
-		return "a mapping";
-	default:
-		return "a value";
-	}
-}
-
-/* `key:`, `key: ~`, `key: null`: treated as if the key were absent. */
-static bool is_null(const yaml_node_t *node)
-{
-	const char *s = NULL;
-
-	if (node->type != YAML_SCALAR_NODE ||
-	    node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	s = scalar(node);
-	return *s == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
-	       strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
-}
-
-static yaml_node_t *node_at(struct parse_ctx *ctx, yaml_node_item_t item)
-{
-	return yaml_document_get_node(ctx->doc, item);
-}
-
-/* The value of @key in @map, NULL when absent or null. */
-static yaml_node_t *map_get(struct parse_ctx *ctx, yaml_node_t *map,
-			    const char *key)
-{
-	yaml_node_pair_t *pair;
-	yaml_node_t *k;
-
-	for (pair = map->data.mapping.pairs.start;
-	     pair < map->data.mapping.pairs.top; pair++) {
-		k = node_at(ctx, pair->key);
-		if (k->type == YAML_SCALAR_NODE && strcmp(scalar(k), key) == 0)
-			return is_null(node_at(ctx, pair->value)) ?
-				       NULL :
-				       node_at(ctx, pair->value);
-	}
-	return NULL;
-}
-
-static int get_scalar(struct parse_ctx *ctx, const char *key,
-		      yaml_node_t *val, const char **out)
-{
-	if (val->type != YAML_SCALAR_NODE)
-		return fail(ctx, val, key, "expected a single value, found %s",
-			    node_kind(val));
-	/* "\0" in a double-quoted string would silently cut the value. */
-	if (strlen(scalar(val)) != val->data.scalar.length)
-		return fail(ctx, val, key, "contains a NUL byte");
-	*out = scalar(val);
-	return 0;
-}
 
 /* Values */
 
@@ -221,7 +88,7 @@ static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
 	char *copy = strdup(s);
 
 	if (!copy)
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	free(*slot);
 	*slot = copy;
 	return 0;
@@ -230,7 +97,7 @@ static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
 static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
 			   yaml_node_t *val, const char **out)
 {
-	int ret = get_scalar(ctx, key, val, out);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, out);
 
 	if (ret == 0 && **out == '\0')
 		return fail(ctx, val, key,
@@ -292,7 +159,7 @@ static int expand_value(struct parse_ctx *ctx, const char *key,
 		return fail(ctx, val, key, "'%.128s' is too long once expanded",
 			    s);
 	if (ret == -ENOMEM)
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	if (ret < 0)
 		return fail(ctx, val, key,
 			    "'%.128s' has a malformed ${...} (use $VAR or ${VAR})",
@@ -325,7 +192,7 @@ static int parse_size_value(struct parse_ctx *ctx, const char *key,
 			    yaml_node_t *val, uint64_t *out)
 {
 	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -372,7 +239,7 @@ static int set_bool(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -387,7 +254,7 @@ static int set_uint(struct parse_ctx *ctx, const struct field *f,
 {
 	const char *s = NULL;
 	uint64_t v;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -419,7 +286,7 @@ static int set_mode(struct parse_ctx *ctx, const struct field *f,
 {
 	struct dv_tier_config *t = obj;
 	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -441,7 +308,7 @@ static int set_group(struct parse_ctx *ctx, const struct field *f,
 		return ret;
 	ret = dv_parse_group(s, &t->gid);
 	if (ret == -ENOMEM)
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	if (ret < 0)
 		return fail(ctx, val, key,
 			    "'%.64s' is not a group of this machine (use a group name or a gid)",
@@ -483,14 +350,14 @@ static int set_devices(struct parse_ctx *ctx, const struct field *f,
 	size_t i, n;
 	int ret = 0;
 
-	if (val->type == YAML_SCALAR_NODE && strcmp(scalar(val), "auto") == 0) {
+	if (val->type == YAML_SCALAR_NODE && strcmp(dv_cfgparse_scalar(val), "auto") == 0) {
 		t->devices_auto = true;
 		return 0;
 	}
 	if (val->type != YAML_SEQUENCE_NODE)
 		return fail(ctx, val, key,
 			    "expected a list of block devices or 'auto', found %s",
-			    node_kind(val));
+			    dv_cfgparse_node_kind(val));
 	items = val->data.sequence.items.start;
 	n = (size_t)(val->data.sequence.items.top - items);
 	if (n == 0)
@@ -498,9 +365,9 @@ static int set_devices(struct parse_ctx *ctx, const struct field *f,
 			    "is an empty list (list block devices, or write auto)");
 	t->devices = calloc(n + 1, sizeof(*t->devices));
 	if (!t->devices)
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	for (i = 0; ret == 0 && i < n; i++)
-		ret = add_device(ctx, key, node_at(ctx, items[i]), t->devices,
+		ret = add_device(ctx, key, dv_cfgparse_node_at(ctx, items[i]), t->devices,
 				 i);
 	return ret;
 }
@@ -510,7 +377,7 @@ static int set_verify(struct parse_ctx *ctx, const struct field *f,
 {
 	struct dv_config *cfg = obj;
 	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -526,7 +393,7 @@ static int set_metrics(struct parse_ctx *ctx, const struct field *f,
 	struct dv_config *cfg = obj;
 	const char *s = NULL;
 	bool on;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -549,7 +416,7 @@ static int set_price(struct parse_ctx *ctx, const struct field *f,
 {
 	struct dv_config *cfg = obj;
 	const char *s = NULL;
-	int ret = get_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -565,7 +432,7 @@ static int set_root(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	dv_warn("%s:%zu: key '%s' is ignored (a legacy key: the origin is the source of truth; set 'origin' instead)",
-		ctx->path, node_line(val), key);
+		ctx->path, dv_cfgparse_node_line(val), key);
 	return 0;
 }
 
@@ -681,7 +548,7 @@ static void key_name(struct parse_ctx *ctx, yaml_node_t *k, char *buf,
 		     size_t len)
 {
 	snprintf(buf, len, "%s%.64s", ctx->prefix ? ctx->prefix : "",
-		 k->type == YAML_SCALAR_NODE ? scalar(k) : "?");
+		 k->type == YAML_SCALAR_NODE ? dv_cfgparse_scalar(k) : "?");
 }
 
 static int check_duplicates(struct parse_ctx *ctx, yaml_node_t *map)
@@ -692,17 +559,17 @@ static int check_duplicates(struct parse_ctx *ctx, yaml_node_t *map)
 	char key[96];
 
 	for (a = start; a < map->data.mapping.pairs.top; a++) {
-		ka = node_at(ctx, a->key);
+		ka = dv_cfgparse_node_at(ctx, a->key);
 		for (b = start; b < a; b++) {
-			kb = node_at(ctx, b->key);
+			kb = dv_cfgparse_node_at(ctx, b->key);
 			if (ka->type != YAML_SCALAR_NODE ||
 			    kb->type != YAML_SCALAR_NODE ||
-			    strcmp(scalar(ka), scalar(kb)) != 0)
+			    strcmp(dv_cfgparse_scalar(ka), dv_cfgparse_scalar(kb)) != 0)
 				continue;
 			key_name(ctx, ka, key, sizeof(key));
 			return fail(ctx, ka, key,
 				    "duplicate key (first given on line %zu)",
-				    node_line(kb));
+				    dv_cfgparse_node_line(kb));
 		}
 	}
 	return 0;
@@ -713,19 +580,19 @@ static int walk_pair(struct parse_ctx *ctx, yaml_node_pair_t *pair,
 		     const struct field *fields, size_t n, unsigned type,
 		     void *obj)
 {
-	yaml_node_t *k = node_at(ctx, pair->key);
-	yaml_node_t *v = node_at(ctx, pair->value);
+	yaml_node_t *k = dv_cfgparse_node_at(ctx, pair->key);
+	yaml_node_t *v = dv_cfgparse_node_at(ctx, pair->value);
 	const struct field *f;
 	char key[96];
 
 	key_name(ctx, k, key, sizeof(key));
 	if (k->type != YAML_SCALAR_NODE)
 		return fail(ctx, k, NULL, "a key must be a word, found %s",
-			    node_kind(k));
-	f = find_field(fields, n, scalar(k));
+			    dv_cfgparse_node_kind(k));
+	f = find_field(fields, n, dv_cfgparse_scalar(k));
 	if (!f || (type && !(f->types & type)))
 		return fail_key(ctx, k, key, f, fields, n, type);
-	if (is_null(v) && !f->legacy)
+	if (dv_cfgparse_is_null(v) && !f->legacy)
 		return 0;
 	return f->set(ctx, f, key, v, obj);
 }
@@ -762,7 +629,7 @@ static int set_http(struct parse_ctx *ctx, const struct field *f,
 	if (val->type != YAML_MAPPING_NODE)
 		return fail(ctx, val, key,
 			    "expected a mapping (connect_timeout: 10, retries: 4, ...), found %s",
-			    node_kind(val));
+			    dv_cfgparse_node_kind(val));
 	ctx->prefix = "http.";
 	ret = walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
 			   &cfg->http);
@@ -775,14 +642,14 @@ static int set_http(struct parse_ctx *ctx, const struct field *f,
 static int parse_type(struct parse_ctx *ctx, yaml_node_t *map,
 		      enum dv_tier_type *out)
 {
-	yaml_node_t *val = map_get(ctx, map, "type");
+	yaml_node_t *val = dv_cfgparse_map_get(ctx, map, "type");
 	const char *s = NULL;
 	int ret;
 
 	*out = DV_TIER_TYPE_FOLDER;
 	if (!val)
 		return 0;
-	ret = get_scalar(ctx, "type", val, &s);
+	ret = dv_cfgparse_get_scalar(ctx, "type", val, &s);
 	if (ret < 0)
 		return ret;
 	if (dv_config_lookup_tier_type(s, out) == 0)
@@ -795,7 +662,7 @@ static int parse_type(struct parse_ctx *ctx, yaml_node_t *map,
 static int fail_missing(struct parse_ctx *ctx, const struct dv_tier_config *t,
 			const char *key, const char *what)
 {
-	return fail_line(ctx, (size_t)t->line, key,
+	return dv_cfgparse_fail_line(ctx, (size_t)t->line, key,
 			 "missing (%s %s tier needs %s)", type_article(t->type),
 			 dv_tier_type_name(t->type), what);
 }
@@ -803,7 +670,7 @@ static int fail_missing(struct parse_ctx *ctx, const struct dv_tier_config *t,
 static int default_ram(struct parse_ctx *ctx, yaml_node_t *map,
 		       struct dv_tier_config *t)
 {
-	if (!map_get(ctx, map, "max_bytes"))
+	if (!dv_cfgparse_map_get(ctx, map, "max_bytes"))
 		t->max_bytes = dv_physical_memory() / 4;
 	if (t->path)
 		return 0;
@@ -845,7 +712,7 @@ static int default_name(struct parse_ctx *ctx, struct dv_tier_config *t,
 		return 0;
 	if (asprintf(&t->name, "%s%zu", dv_tier_type_name(t->type), index) < 0) {
 		t->name = NULL;
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	}
 	return 0;
 }
@@ -858,8 +725,8 @@ static int parse_tier(struct parse_ctx *ctx, yaml_node_t *map, size_t index,
 	if (map->type != YAML_MAPPING_NODE)
 		return fail(ctx, map, "tiers",
 			    "entry %zu is %s, not a mapping (write each tier as '- path: ...' with one key per line)",
-			    index, node_kind(map));
-	t->line = (int)node_line(map);
+			    index, dv_cfgparse_node_kind(map));
+	t->line = (int)dv_cfgparse_node_line(map);
 	t->chunk_bytes = DV_DEFAULT_CHUNK_BYTES;
 	ret = check_duplicates(ctx, map);
 	if (ret == 0)
@@ -881,7 +748,7 @@ static int check_tier_names(struct parse_ctx *ctx, const struct dv_config *cfg)
 	for (a = cfg->tiers; a < cfg->tiers + cfg->ntiers; a++) {
 		for (b = cfg->tiers; b < a; b++) {
 			if (strcmp(a->name, b->name) == 0)
-				return fail_line(ctx, (size_t)a->line, "name",
+				return dv_cfgparse_fail_line(ctx, (size_t)a->line, "name",
 						 "duplicate tier name '%s' (also the name of the tier on line %d)",
 						 a->name, b->line);
 		}
@@ -914,7 +781,7 @@ static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 	if (val->type != YAML_SEQUENCE_NODE)
 		return fail(ctx, val, key,
 			    "expected a list of tiers, found %s (start each tier with '- ')",
-			    node_kind(val));
+			    dv_cfgparse_node_kind(val));
 	items = val->data.sequence.items.start;
 	n = (size_t)(val->data.sequence.items.top - items);
 	if (n == 0)
@@ -922,10 +789,10 @@ static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 			    "is an empty list (at least one tier is required)");
 	cfg->tiers = calloc(n, sizeof(*cfg->tiers));
 	if (!cfg->tiers)
-		return fail_nomem(ctx);
+		return dv_cfgparse_fail_nomem(ctx);
 	cfg->ntiers = n;
 	for (i = 0; ret == 0 && i < n; i++)
-		ret = parse_tier(ctx, node_at(ctx, items[i]), i,
+		ret = parse_tier(ctx, dv_cfgparse_node_at(ctx, items[i]), i,
 				 &cfg->tiers[i]);
 	if (ret == 0)
 		ret = check_tier_names(ctx, cfg);
@@ -934,106 +801,17 @@ static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 	return ret;
 }
 
-/* Documents */
-
-/* The 1-based line of byte @offset of @text. */
-static size_t count_lines(const char *text, size_t len, size_t offset)
-{
-	size_t i, line = 1;
-
-	for (i = 0; i < offset && i < len; i++)
-		line += text[i] == '\n';
-	return line;
-}
-
-/*
- * The line a user should look at: where libyaml gave up, except for an
- * unterminated key or quoted string, which start on the context's line.
- */
-static size_t syntax_error_line(const yaml_parser_t *parser)
-{
-	const char *context = parser->context;
-
-	if (context && (strstr(context, "simple key") ||
-			strstr(context, "quoted scalar")))
-		return parser->context_mark.line + 1;
-	return parser->problem_mark.line + 1;
-}
-
-static int syntax_error(struct parse_ctx *ctx, const yaml_parser_t *parser)
-{
-	const char *problem = parser->problem ? parser->problem : "error";
-	size_t line = syntax_error_line(parser);
-
-	if (parser->error == YAML_MEMORY_ERROR)
-		return fail_nomem(ctx);
-	if (parser->error == YAML_READER_ERROR)
-		return fail_line(ctx, count_lines(ctx->text, ctx->len,
-						  parser->problem_offset),
-				 NULL,
-				 "not UTF-8 text: %s at byte %zu", problem,
-				 parser->problem_offset);
-	if (parser->context)
-		return fail_line(ctx, line, NULL,
-				 "YAML syntax error: %s (%s on line %zu)",
-				 problem, parser->context,
-				 parser->context_mark.line + 1);
-	return fail_line(ctx, line, NULL, "YAML syntax error: %s", problem);
-}
-
-/* A second document ("---") would be silently dropped: refuse it. */
-static int check_single_document(struct parse_ctx *ctx, yaml_parser_t *parser)
-{
-	yaml_document_t extra;
-	yaml_node_t *root;
-	int ret = 0;
-
-	if (!yaml_parser_load(parser, &extra))
-		return syntax_error(ctx, parser);
-	root = yaml_document_get_root_node(&extra);
-	if (root)
-		ret = fail(ctx, root, NULL,
-			   "a second YAML document starts here (keep one document per file)");
-	yaml_document_delete(&extra);
-	return ret;
-}
-
-/* On success *@doc must be deleted by the caller. */
-static int load_document(struct parse_ctx *ctx, const char *text, size_t len,
-			 yaml_document_t *doc)
-{
-	yaml_parser_t parser;
-	int ret = 0;
-
-	if (!yaml_parser_initialize(&parser))
-		return fail_nomem(ctx);
-	ctx->text = text;
-	ctx->len = len;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	/* On failure the loader deletes the partial document itself. */
-	if (!yaml_parser_load(&parser, doc)) {
-		ret = syntax_error(ctx, &parser);
-		goto out;
-	}
-	ret = check_single_document(ctx, &parser);
-	if (ret < 0)
-		yaml_document_delete(doc);
-out:
-	yaml_parser_delete(&parser);
-	return ret;
-}
-
 static int parse_root(struct parse_ctx *ctx, yaml_node_t *root)
 {
 	int ret;
 
 	if (!root)
-		return fail_line(ctx, 1, "tiers",
+		return dv_cfgparse_fail_line(ctx, 1, "tiers",
 				 "missing: the file is empty (a non-empty list of tiers is required)");
 	if (root->type != YAML_MAPPING_NODE)
 		return fail(ctx, root, NULL,
 			    "expected a mapping of keys such as 'tiers:', found %s",
-			    node_kind(root));
+			    dv_cfgparse_node_kind(root));
 	ret = walk_mapping(ctx, root, top_fields, NFIELDS(top_fields),
 			   ctx->cfg);
 	if (ret == 0 && !ctx->cfg->tiers)
@@ -1053,8 +831,8 @@ int dv_config_parse(const char *text, size_t len, const char *path,
 	*out = NULL;
 	ctx.cfg = dv_config_new();
 	if (!ctx.cfg)
-		return fail_nomem(&ctx);
-	ret = load_document(&ctx, text, len, &doc);
+		return dv_cfgparse_fail_nomem(&ctx);
+	ret = dv_cfgparse_load_document(&ctx, text, len, &doc);
 	if (ret < 0)
 		goto out_free;
 	ctx.doc = &doc;

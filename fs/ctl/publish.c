@@ -36,37 +36,12 @@
 #include "tiers/origin/origin.h"
 #include "tiers/core/sink.h"
 #include "fs/namespace/manifest.h"
+#include "publish_impl.h"
 #include "tar.h"
 
 #define COPY_CHUNK (1u << 20)
 
-struct src_shard {
-	char *name;
-	uint64_t size;
-	mode_t mode;
-	uint8_t sha256[32];
-	char hash[33];            /* content_hash at pub.hash_rev */
-	struct dv_chunks chunks;  /* n == 0 and no pin: no list */
-	bool has_chunks;
-	uint8_t chunks_pin[32];   /* the list's digest, for the manifest */
-};
-
-struct pub {
-	const struct dv_publish_opts *o;
-	char **keys;              /* sorted, unique */
-	size_t nkeys;
-	struct src_shard *shards; /* sorted by name */
-	size_t n;
-	char ref[65];
-	bool hashed;              /* shards[].hash are set, */
-	uint64_t hash_rev;        /* for this revision */
-	XXH3_state_t *xx;
-	char *err;
-	size_t errlen;
-};
-
-__attribute__((format(printf, 3, 4)))
-static int fail(struct pub *p, int ret, const char *fmt, ...)
+int dv_pub_fail(struct pub *p, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -78,7 +53,7 @@ static int fail(struct pub *p, int ret, const char *fmt, ...)
 	return ret;
 }
 
-static int join(char *buf, size_t len, const char *a, const char *b)
+int dv_pub_join(char *buf, size_t len, const char *a, const char *b)
 {
 	int n = snprintf(buf, len, "%s/%s", a, b);
 
@@ -98,136 +73,9 @@ static int origin_path(struct pub *p, char *buf, const char *fmt, ...)
 		va_end(ap);
 	}
 	if (m < 0 || m >= PATH_MAX - n)
-		return fail(p, -ENAMETOOLONG, "%s: path too long",
+		return dv_pub_fail(p, -ENAMETOOLONG, "%s: path too long",
 			    p->o->origin_dir);
 	return 0;
-}
-
-/* ---- identities ---- */
-
-static void xx_u64(XXH3_state_t *xx, uint64_t v)
-{
-	uint8_t b[8];
-
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	XXH3_128bits_update(xx, b, sizeof(b));
-}
-
-static void xx_str(XXH3_state_t *xx, const char *s, size_t len)
-{
-	xx_u64(xx, len);
-	XXH3_128bits_update(xx, s, len);
-}
-
-/* Feeds each new sample id of a tar into the hash. */
-struct sample_feed {
-	XXH3_state_t *xx;
-	char prev[DV_TAR_NAME_MAX + 1];
-	size_t prev_len;
-	bool have_prev;
-};
-
-static void feed_member(void *arg, const char *name)
-{
-	struct sample_feed *sf = arg;
-	const char *base = strrchr(name, '/');
-	const char *dot = strchr(base ? base + 1 : name, '.');
-	size_t len = dot ? (size_t)(dot - name) : strlen(name);
-
-	if (sf->have_prev && len == sf->prev_len &&
-	    memcmp(name, sf->prev, len) == 0)
-		return;
-	xx_str(sf->xx, name, len);
-	memcpy(sf->prev, name, len);
-	sf->prev_len = len;
-	sf->have_prev = true;
-}
-
-static int shard_content_hash(struct pub *p, size_t i, uint64_t rev)
-{
-	struct src_shard *s = &p->shards[i];
-	struct sample_feed *sf = calloc(1, sizeof(*sf));
-	char path[PATH_MAX];
-	XXH128_canonical_t c;
-	int fd, ret;
-
-	if (!sf)
-		return -ENOMEM;
-	ret = join(path, sizeof(path), p->o->src_dir, s->name);
-	fd = ret ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = ret ? ret : -errno;
-		free(sf);
-		return fail(p, ret, "%s: %s", path, strerror(-ret));
-	}
-	XXH3_128bits_reset(p->xx);
-	xx_str(p->xx, p->ref, 64);
-	xx_u64(p->xx, rev);
-	xx_u64(p->xx, i);
-	xx_u64(p->xx, p->nkeys);
-	for (size_t k = 0; k < p->nkeys; k++)
-		xx_str(p->xx, p->keys[k], strlen(p->keys[k]));
-	sf->xx = p->xx;
-	ret = dv_tar_members(fd, s->size, path, feed_member, sf, p->err,
-			     p->errlen);
-	close(fd);
-	free(sf);
-	if (ret)
-		return ret;
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(p->xx));
-	dv_hex_encode(c.digest, sizeof(c.digest), s->hash);
-	return 0;
-}
-
-static int content_hashes(struct pub *p, uint64_t rev)
-{
-	int ret;
-
-	if (p->hashed && p->hash_rev == rev)
-		return 0;
-	p->hashed = false;
-	for (size_t i = 0; i < p->n; i++) {
-		ret = shard_content_hash(p, i, rev);
-		if (ret)
-			return ret;
-	}
-	p->hashed = true;
-	p->hash_rev = rev;
-	return 0;
-}
-
-static void sha_u64(EVP_MD_CTX *md, uint64_t v)
-{
-	uint8_t b[8];
-
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	EVP_DigestUpdate(md, b, sizeof(b));
-}
-
-static int manifest_ref(struct pub *p)
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	uint8_t digest[32];
-	unsigned int dlen = 0;
-	int ret = -ENOMEM;
-
-	if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1) {
-		sha_u64(md, p->n);
-		for (size_t i = 0; i < p->n; i++) {
-			sha_u64(md, strlen(p->shards[i].name));
-			EVP_DigestUpdate(md, p->shards[i].name,
-					 strlen(p->shards[i].name));
-			sha_u64(md, 32);
-			EVP_DigestUpdate(md, p->shards[i].sha256, 32);
-		}
-		ret = EVP_DigestFinal_ex(md, digest, &dlen) == 1 ? 0 : -EIO;
-	}
-	EVP_MD_CTX_free(md);
-	if (ret == 0)
-		dv_hex_encode(digest, 32, p->ref);
-	return ret;
 }
 
 /* ---- sources ---- */
@@ -279,10 +127,10 @@ static int add_source(struct pub *p, const char *name, size_t *cap)
 	int fd, ret;
 
 	if (strlen(name) > DV_NAME_MAX || !dv_valid_name_part(name))
-		return fail(p, -EINVAL, "%s/%s: not a valid shard name (letters, digits, '.', '_', '-')",
+		return dv_pub_fail(p, -EINVAL, "%s/%s: not a valid shard name (letters, digits, '.', '_', '-')",
 			    p->o->src_dir, name);
 	if (p->n >= DV_MANIFEST_MAX_SHARDS)
-		return fail(p, -EINVAL, "%s: more than %u shards",
+		return dv_pub_fail(p, -EINVAL, "%s: more than %u shards",
 			    p->o->src_dir, DV_MANIFEST_MAX_SHARDS);
 	if (p->n == *cap) {
 		s = reallocarray(p->shards, *cap ? *cap * 2 : 64, sizeof(*s));
@@ -293,18 +141,18 @@ static int add_source(struct pub *p, const char *name, size_t *cap)
 	}
 	s = &p->shards[p->n];
 	memset(s, 0, sizeof(*s));
-	ret = join(path, sizeof(path), p->o->src_dir, name);
+	ret = dv_pub_join(path, sizeof(path), p->o->src_dir, name);
 	fd = ret ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = ret ? ret : -errno;
-		return fail(p, ret, "%s: %s", path, strerror(-ret));
+		return dv_pub_fail(p, ret, "%s: %s", path, strerror(-ret));
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		ret = fail(p, -EINVAL, "%s: not a regular file", path);
+		ret = dv_pub_fail(p, -EINVAL, "%s: not a regular file", path);
 	if (ret == 0) {
 		ret = hash_source(p, fd, s);
 		if (ret)
-			fail(p, ret, "%s: %s", path, strerror(-ret));
+			dv_pub_fail(p, ret, "%s: %s", path, strerror(-ret));
 	}
 	close(fd);
 	s->name = ret ? NULL : strdup(name);
@@ -326,12 +174,12 @@ static int scan_sources(struct pub *p)
 	int ret = 0;
 
 	if (!d)
-		return fail(p, -errno, "%s: %s", p->o->src_dir, strerror(errno));
+		return dv_pub_fail(p, -errno, "%s: %s", p->o->src_dir, strerror(errno));
 	for (;;) {
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
-			ret = errno ? fail(p, -errno, "%s: %s", p->o->src_dir,
+			ret = errno ? dv_pub_fail(p, -errno, "%s: %s", p->o->src_dir,
 					   strerror(errno)) : 0;
 			break;
 		}
@@ -343,7 +191,7 @@ static int scan_sources(struct pub *p)
 	}
 	closedir(d);
 	if (ret == 0 && p->n == 0)
-		ret = fail(p, -ENOENT, "%s: no .tar files", p->o->src_dir);
+		ret = dv_pub_fail(p, -ENOENT, "%s: no .tar files", p->o->src_dir);
 	if (ret == 0)
 		qsort(p->shards, p->n, sizeof(*p->shards), cmp_shard);
 	return ret;
@@ -356,7 +204,7 @@ static int copy_keys(struct pub *p)
 	size_t kept = 0;
 
 	if (o->nkeys > DV_MANIFEST_MAX_KEYS)
-		return fail(p, -EINVAL, "more than %u keys",
+		return dv_pub_fail(p, -EINVAL, "more than %u keys",
 			    DV_MANIFEST_MAX_KEYS);
 	p->keys = calloc(o->nkeys + 1, sizeof(char *));
 	if (!p->keys)
@@ -370,7 +218,7 @@ static int copy_keys(struct pub *p)
 				len = 0;
 		}
 		if (len == 0 || len > DV_NAME_MAX)
-			return fail(p, -EINVAL, "key %zu is not 1 to %u printable ASCII characters",
+			return dv_pub_fail(p, -EINVAL, "key %zu is not 1 to %u printable ASCII characters",
 				    i, DV_NAME_MAX);
 		p->keys[p->nkeys] = strdup(k);
 		if (!p->keys[p->nkeys++])
@@ -483,11 +331,11 @@ static int place_shard(struct pub *p, const struct src_shard *s,
 	int ret;
 
 	snprintf(file, sizeof(file), "%s.tar", s->hash);
-	ret = join(dst, sizeof(dst), dir, file);
+	ret = dv_pub_join(dst, sizeof(dst), dir, file);
 	if (ret == 0)
-		ret = join(src, sizeof(src), p->o->src_dir, s->name);
+		ret = dv_pub_join(src, sizeof(src), p->o->src_dir, s->name);
 	if (ret)
-		return fail(p, ret, "%s: path too long", dir);
+		return dv_pub_fail(p, ret, "%s: path too long", dir);
 	if (stat(dst, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_size == s->size) {
 		res->present++;
@@ -501,7 +349,7 @@ static int place_shard(struct pub *p, const struct src_shard *s,
 	}
 	ret = copy_file(src, dst, dir);
 	if (ret)
-		return fail(p, ret, "copying %s to %s: %s", src, dst,
+		return dv_pub_fail(p, ret, "copying %s to %s: %s", src, dst,
 			    strerror(-ret));
 	res->copied++;
 	return 0;
@@ -520,9 +368,9 @@ static int place_chunks(struct pub *p, const struct src_shard *s,
 	if (!s->has_chunks)
 		return 0;
 	snprintf(file, sizeof(file), "%s.chunks", s->hash);
-	ret = join(path, sizeof(path), dir, file);
+	ret = dv_pub_join(path, sizeof(path), dir, file);
 	if (ret)
-		return fail(p, ret, "%s: path too long", dir);
+		return dv_pub_fail(p, ret, "%s: path too long", dir);
 	ret = dv_chunks_format(&s->chunks, &text, &len, pin);
 	if (ret)
 		return ret;
@@ -531,7 +379,7 @@ static int place_chunks(struct pub *p, const struct src_shard *s,
 	ret = dv_doc_write_atomic(path, &iov, 1, 0644, 0);
 	free(text);
 	if (ret)
-		return fail(p, ret, "%s: %s", path, strerror(-ret));
+		return dv_pub_fail(p, ret, "%s: %s", path, strerror(-ret));
 	return 0;
 }
 
@@ -545,7 +393,7 @@ static int place_shards(struct pub *p, struct dv_publish_result *res)
 		return ret;
 	ret = dv_mkdir_p(dir, 0755);
 	if (ret)
-		return fail(p, ret, "%s: %s", dir, strerror(-ret));
+		return dv_pub_fail(p, ret, "%s: %s", dir, strerror(-ret));
 	for (size_t i = 0; i < p->n; i++) {
 		ret = place_shard(p, &p->shards[i], dir, res);
 		if (ret == 0)
@@ -556,7 +404,7 @@ static int place_shards(struct pub *p, struct dv_publish_result *res)
 	/* The renames must be durable before a manifest names them. */
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) < 0)
-		ret = fail(p, -errno, "%s: %s", dir, strerror(errno));
+		ret = dv_pub_fail(p, -errno, "%s: %s", dir, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	return ret;
@@ -673,7 +521,7 @@ static int write_doc(struct pub *p, const char *path, const struct sbuf *b)
 	struct iovec iov = { b->p, b->len };
 	int ret = dv_doc_write_atomic(path, &iov, 1, 0644, 0);
 
-	return ret ? fail(p, ret, "%s: %s", path, strerror(-ret)) : 0;
+	return ret ? dv_pub_fail(p, ret, "%s: %s", path, strerror(-ret)) : 0;
 }
 
 /* Reads @path: 0, -ENOENT when absent, else -errno with a message. */
@@ -683,7 +531,7 @@ static int read_origin_doc(struct pub *p, const char *path, char **body,
 	int ret = dv_doc_read(path, DV_DOC_MAX, body, len, NULL);
 
 	if (ret && ret != -ENOENT)
-		fail(p, ret, "%s: %s", path, strerror(-ret));
+		dv_pub_fail(p, ret, "%s: %s", path, strerror(-ret));
 	return ret;
 }
 
@@ -704,7 +552,7 @@ static int current_manifest(struct pub *p, struct dv_manifest **out)
 				sizeof(why));
 	free(body);
 	if (ret)
-		return fail(p, ret, "%s: %s", path, why);
+		return dv_pub_fail(p, ret, "%s: %s", path, why);
 	return 0;
 }
 
@@ -724,7 +572,7 @@ static int write_manifest(struct pub *p, uint64_t rev)
 	dv_manifest_free(m);
 	if (ret) {
 		free(b.p);
-		return fail(p, ret == -EINVAL ? -EIO : ret,
+		return dv_pub_fail(p, ret == -EINVAL ? -EIO : ret,
 			    "the new manifest is not valid: %s",
 			    ret == -EINVAL ? why : strerror(-ret));
 	}
@@ -732,7 +580,7 @@ static int write_manifest(struct pub *p, uint64_t rev)
 	if (ret == 0) {
 		ret = dv_mkdir_p(dir, 0755);
 		if (ret)
-			fail(p, ret, "%s: %s", dir, strerror(-ret));
+			dv_pub_fail(p, ret, "%s: %s", dir, strerror(-ret));
 	}
 	if (ret == 0)
 		ret = origin_path(p, path, "%s/revisions/%llu.json",
@@ -774,7 +622,7 @@ static int update_datasets(struct pub *p)
 	if (ret == 0) {
 		ret = dv_datasets_parse(body, len, &names, &n, why, sizeof(why));
 		if (ret)
-			fail(p, ret, "%s: %s", path, why);
+			dv_pub_fail(p, ret, "%s: %s", path, why);
 	} else if (ret == -ENOENT) {
 		names = calloc(2, sizeof(char *));
 		ret = names ? 0 : -ENOMEM;
@@ -797,7 +645,7 @@ static int update_datasets(struct pub *p)
 	}
 	qsort(names, n, sizeof(char *), cmp_str);
 	datasets_json(names, n, &b);
-	ret = b.err ? fail(p, b.err, "%s: %s", path, strerror(-b.err)) : 0;
+	ret = b.err ? dv_pub_fail(p, b.err, "%s: %s", path, strerror(-b.err)) : 0;
 	if (ret == 0)
 		ret = write_doc(p, path, &b);
 out:
@@ -839,19 +687,19 @@ static int choose_revision(struct pub *p, const struct dv_manifest *cur,
 
 	*rev = 0;
 	if (cur && (o->revision == 0 || o->revision == cur->revision)) {
-		ret = content_hashes(p, cur->revision);
+		ret = dv_pub_content_hashes(p, cur->revision);
 		if (ret || same_shards(p, cur))
 			return ret;
 	}
 	*rev = o->revision ? o->revision : cur ? cur->revision + 1 : 1;
 	if (cur && *rev <= cur->revision)
-		return fail(p, -EINVAL, "%s: revision %llu is not newer than the published %llu",
+		return dv_pub_fail(p, -EINVAL, "%s: revision %llu is not newer than the published %llu",
 			    o->dataset, (unsigned long long)*rev,
 			    (unsigned long long)cur->revision);
 	ret = origin_path(p, path, "%s/revisions/%llu.json", o->dataset,
 			  (unsigned long long)*rev);
 	if (ret == 0 && stat(path, &st) == 0)
-		return fail(p, -EEXIST, "%s already exists", path);
+		return dv_pub_fail(p, -EEXIST, "%s already exists", path);
 	return ret;
 }
 
@@ -863,13 +711,13 @@ static int publish_locked(struct pub *p, struct dv_publish_result *res)
 
 	ret = scan_sources(p);
 	if (ret == 0)
-		ret = manifest_ref(p);
+		ret = dv_pub_manifest_ref(p);
 	if (ret == 0)
 		ret = current_manifest(p, &cur);
 	if (ret == 0)
 		ret = choose_revision(p, cur, &rev);
 	if (ret == 0 && rev)
-		ret = content_hashes(p, rev);
+		ret = dv_pub_content_hashes(p, rev);
 	if (ret == 0)
 		ret = place_shards(p, res);
 	if (ret == 0 && rev)
@@ -896,15 +744,15 @@ static int lock_origin(struct pub *p)
 
 	ret = dv_mkdir_p(p->o->origin_dir, 0755);
 	if (ret)
-		return fail(p, ret, "%s: %s", p->o->origin_dir, strerror(-ret));
+		return dv_pub_fail(p, ret, "%s: %s", p->o->origin_dir, strerror(-ret));
 	ret = origin_path(p, path, ".publish.lock");
 	if (ret)
 		return ret;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail(p, -errno, "%s: %s", path, strerror(errno));
+		return dv_pub_fail(p, -errno, "%s: %s", path, strerror(errno));
 	if (flock(fd, LOCK_EX) < 0) {
-		ret = fail(p, -errno, "%s: %s", path, strerror(errno));
+		ret = dv_pub_fail(p, -errno, "%s: %s", path, strerror(errno));
 		close(fd);
 		return ret;
 	}
@@ -922,7 +770,7 @@ int dv_publish(const struct dv_publish_opts *o, struct dv_publish_result *res,
 		res = &local;
 	memset(res, 0, sizeof(*res));
 	if (!o->dataset || !dv_valid_dataset_name(o->dataset))
-		return fail(&p, -EINVAL, "dataset '%s' is not a valid name (parts of letters, digits, '.', '_', '-', separated by '/')",
+		return dv_pub_fail(&p, -EINVAL, "dataset '%s' is not a valid name (parts of letters, digits, '.', '_', '-', separated by '/')",
 			    o->dataset ? o->dataset : "");
 	ret = copy_keys(&p);
 	p.xx = ret ? NULL : XXH3_createState();
@@ -936,7 +784,7 @@ int dv_publish(const struct dv_publish_opts *o, struct dv_publish_result *res,
 		ret = lock_fd;
 	}
 	if (ret == -ENOMEM)
-		fail(&p, ret, "out of memory");
+		dv_pub_fail(&p, ret, "out of memory");
 	for (size_t i = 0; i < p.n; i++) {
 		free(p.shards[i].name);
 		dv_chunks_release(&p.shards[i].chunks);
