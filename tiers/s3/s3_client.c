@@ -182,13 +182,6 @@ static bool auth_code(const char *code)
 	return false;
 }
 
-/* The error_code hook of the network layer: S3's <Code>. */
-static void error_code(const struct dv_http_response *resp, char *buf,
-		       size_t len)
-{
-	dv_aws_error_code(resp->errbody, buf, len);
-}
-
 static int map_status(struct dv_s3 *s, const struct dv_s3_call *call,
 		      const struct dv_http_response *resp)
 {
@@ -199,7 +192,7 @@ static int map_status(struct dv_s3 *s, const struct dv_s3_call *call,
 		return 0;
 	if (resp->status == 304)
 		return call->conditional ? 1 : -EPROTO;
-	error_code(resp, code, sizeof(code));
+	dv_aws_http_error_code(resp, code, sizeof(code));
 	if (strcmp(code, "ExpiredToken") == 0 ||
 	    strcmp(code, "TokenRefreshRequired") == 0) {
 		dv_info("%s: the session token expired; fetching new credentials",
@@ -357,7 +350,7 @@ static void refresh(void *arg)
 static const struct dv_http_call_ops s3_ops = {
 	.attempt = attempt,
 	.refresh = refresh,
-	.error_code = error_code,
+	.error_code = dv_aws_http_error_code,
 };
 
 static struct dv_http_denied *denied_of(struct dv_s3 *s, const char *method)
@@ -382,7 +375,7 @@ static void report(struct dv_s3 *s, const struct dv_s3_call *call,
 	char why[DV_HTTP_DETAIL_MAX + 96], code[64] = "", who[1024];
 
 	if (resp->status >= 300)
-		error_code(resp, code, sizeof(code));
+		dv_aws_http_error_code(resp, code, sizeof(code));
 	dv_http_describe(err, resp, code, why, sizeof(why));
 	if (err == -ENOENT && strcmp(code, "NoSuchBucket") == 0) {
 		dv_err("%s: bucket '%s' does not exist (%s)", s->who, s->bucket,
