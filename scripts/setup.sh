@@ -17,6 +17,9 @@ test_pkgs+=(prometheus groff-base man-db systemd python3-yaml autofs bsdutils)
 # The stripe tier (issue 7): losetup (util-linux) attaches loop devices,
 # mkfs.ext4 (e2fsprogs) gives one a foreign signature for discovery to refuse.
 test_pkgs+=(e2fsprogs)
+# SigV4 against the reference (tests/unit/test_sigv4.c): botocore signs the
+# same requests; Debian's package imports under /usr/bin/python3.
+test_pkgs+=(python3-botocore)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then
