@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,25 @@ static const char *env(const char *name)
 	const char *v = getenv(name);
 
 	return v && *v ? v : NULL;
+}
+
+/*
+ * Wipes, then frees, a string or an answer that held a secret.
+ * OPENSSL_cleanse, since a plain memset before free may be optimized away.
+ */
+static void free_secret(char *s)
+{
+	if (s) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+}
+
+static void release_secret_buf(struct dv_http_buf *b)
+{
+	if (b->data)
+		OPENSSL_cleanse(b->data, b->len);
+	dv_http_buf_release(b);
 }
 
 /* ---- one bounded request, through the network layer's retries ---- */
@@ -312,10 +332,7 @@ static char *sts_body(const char *role, const char *session, const char *token)
 		body = NULL;
 	free(r);
 	free(s);
-	if (t) {
-		memset(t, 0, strlen(t));
-		free(t);
-	}
+	free_secret(t);
 	return body;
 }
 
@@ -349,14 +366,9 @@ static int sts_call(struct dv_aws_chain *c, const char *role,
 		if (ret)
 			dv_err("AWS credentials: STS answered without usable credentials");
 	}
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 out:
-	if (body) {
-		memset(body, 0, strlen(body));
-		free(body);
-	}
+	free_secret(body);
 	free(url);
 	return ret;
 }
@@ -383,8 +395,7 @@ int dv_aws_from_web_identity(struct dv_aws_chain *c, struct dv_aws_creds *out)
 		return ret == -EACCES ? -EACCES : -EIO;
 	}
 	ret = sts_call(c, role, token, out);
-	memset(token, 0, strlen(token));
-	free(token);
+	free_secret(token);
 	out->source = "web identity (STS)";
 	return ret;
 }
@@ -463,10 +474,7 @@ static int ecs_auth_header(char **out)
 		*out = NULL;
 		ret = -ENOMEM;
 	}
-	if (read) {
-		memset(read, 0, strlen(read));
-		free(read);
-	}
+	free_secret(read);
 	return ret;
 }
 
@@ -503,14 +511,9 @@ int dv_aws_from_ecs(struct dv_aws_chain *c, struct dv_aws_creds *out)
 			dv_err("AWS credentials: the ECS container agent answered without usable credentials");
 			ret = -EPROTO;
 		}
-		if (buf.data)
-			memset(buf.data, 0, buf.len);
-		dv_http_buf_release(&buf);
+		release_secret_buf(&buf);
 	}
-	if (auth) {
-		memset(auth, 0, strlen(auth));
-		free(auth);
-	}
+	free_secret(auth);
 	free(url);
 	out->source = "ECS container credentials";
 	return ret;
@@ -566,9 +569,7 @@ static int imds_token(struct dv_aws_chain *c, const char *base, char **hdr)
 	if (ret == 0 &&
 	    asprintf(hdr, "X-aws-ec2-metadata-token: %s", buf.data) < 0)
 		ret = -ENOMEM;
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 	free(url);
 	return ret;
 }
@@ -626,14 +627,9 @@ int dv_aws_from_imds(struct dv_aws_chain *c, struct dv_aws_creds *out)
 		dv_err("AWS credentials: instance metadata answered without usable credentials");
 		ret = -EPROTO;
 	}
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 out:
-	if (hdr) {
-		memset(hdr, 0, strlen(hdr));
-		free(hdr);
-	}
+	free_secret(hdr);
 	free(trimmed);
 	out->source = "EC2 instance metadata";
 	return ret;
