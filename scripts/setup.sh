@@ -20,6 +20,9 @@ test_pkgs+=(e2fsprogs)
 # Shared Key is checked against Microsoft's Python SDK (azure-storage-blob;
 # it imports only under /usr/bin/python3).
 test_pkgs+=(python3-azure)
+# SigV4 against the reference (tests/unit/test_sigv4.c): botocore signs the
+# same requests; Debian's package imports under /usr/bin/python3.
+test_pkgs+=(python3-botocore)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then

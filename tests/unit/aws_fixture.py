@@ -2,7 +2,7 @@
 """AWS token services for the credential-chain unit tests, on 127.0.0.1.
 
 Usage: aws_fixture.py [--role ARN] [--token TOKEN] [--session NAME]
-                      [--auth TOKEN] [--expires-in SECONDS]
+                      [--auth TOKEN] [--expires-in SECONDS] [--redirect URL]
 Prints the port on the first line of stdout; serves until its stdin
 closes (the test process died or finished) or it is killed.
 
@@ -20,7 +20,13 @@ wrong one (the refusal is in the log):
   GET /latest/meta-data/iam/security-credentials/[ROLE]   needs
                   X-aws-ec2-metadata-token equal to an issued token, else
                   401; lists "test-role", then its JSON credentials.
-  GET /_log       the requests so far: "<service> <verdict>" per line.
+  GET /_log       the requests so far: "<service> <verdict>" per line,
+                  and "request METHOD PATH" for every request, with
+                  "secret-header NAME" when it carried Authorization or
+                  X-aws-ec2-metadata-token.
+With --redirect URL, STS, the ECS agent and the IMDS credential GETs
+answer 307 Location: URL + the same path ("<service> redirected"); the
+IMDS token PUT still answers, so that the GETs carry a session token.
 Credentials handed out: access key ASIA<SERVICE>..., secret
 <SERVICE>SECRET..., token <SERVICE>TOKEN..., expiring --expires-in
 seconds after the request (default 3600).
@@ -74,6 +80,22 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def seen(self):
+        note("request %s %s" % (self.command, self.path.split("?", 1)[0]))
+        for name in ("Authorization", "X-aws-ec2-metadata-token"):
+            if self.headers.get(name) is not None:
+                note("secret-header %s" % name)
+
+    def redirected(self, service):
+        if not ARGS.redirect:
+            return False
+        note("%s redirected" % service)
+        self.send_response(307)
+        self.send_header("Location", ARGS.redirect.rstrip("/") + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def body(self):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n).decode() if n else ""
@@ -83,14 +105,16 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_log":
             with LOCK:
                 return self.reply(200, "".join(l + "\n" for l in LOG))
+        self.seen()
         if path.startswith("/ecs/"):
-            return self.ecs()
+            return self.redirected("ecs") or self.ecs()
         if path.startswith("/latest/meta-data/iam/security-credentials/"):
-            return self.imds_creds(path)
+            return self.redirected("imds") or self.imds_creds(path)
         note("unknown GET %s" % path)
         self.reply(404, "not found\n")
 
     def do_PUT(self):
+        self.seen()
         self.body()
         if self.path == "/latest/api/token":
             ttl = self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")
@@ -105,7 +129,11 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(404, "not found\n")
 
     def do_POST(self):
-        form = dict(urllib.parse.parse_qsl(self.body(), keep_blank_values=True))
+        self.seen()
+        text = self.body()
+        if self.redirected("sts"):
+            return
+        form = dict(urllib.parse.parse_qsl(text, keep_blank_values=True))
         why = None
         if "application/x-www-form-urlencoded" not in (self.headers.get("Content-Type") or ""):
             why = "content-type"
@@ -177,6 +205,7 @@ def main():
     ap.add_argument("--session", default="")
     ap.add_argument("--auth", default=None)
     ap.add_argument("--expires-in", type=int, default=3600)
+    ap.add_argument("--redirect", default=None)
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

@@ -23,7 +23,9 @@ Fault modes: none; cut-get (the first GET of each key sends half its
 body and closes); fail-part-2 (part 2 always answers 500); forbid (403
 AccessDenied to everything); slow-put (PUTs wait 2 s); complete-error
 (CompleteMultipartUpload answers 200 with an <Error>); expired-once (the
-first request answers 400 ExpiredToken).
+first request answers 400 ExpiredToken); redirect (GET /_fault?mode=
+redirect&to=PORT: every signed request answers 307 to the same path on
+127.0.0.1:PORT).
 """
 import hashlib
 import hmac
@@ -41,6 +43,7 @@ OBJECTS = {}
 UPLOADS = {}
 LOG = []
 FAULT = ["none"]
+REDIRECT_TO = [None]
 GOT = set()
 NEXT_ID = [0]
 
@@ -144,6 +147,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(400 if denied in ("XAmzContentSHA256Mismatch", "InvalidRequest") else 403, denied)
         if FAULT[0] == "forbid":
             return self.error(403, "AccessDenied")
+        if FAULT[0] == "redirect":
+            return self.send(307, headers=[("Location", "http://127.0.0.1:%s%s"
+                                            % (REDIRECT_TO[0], self.path))])
         if FAULT[0] == "expired-once":
             FAULT[0] = "none"
             return self.error(400, "ExpiredToken")
@@ -176,6 +182,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, text, ctype="text/plain")
         if path == "/_fault":
             FAULT[0] = q.get("mode", "none")
+            REDIRECT_TO[0] = q.get("to")
             return self.send(200, "ok\n", ctype="text/plain")
         if path.startswith("/_put/"):
             with LOCK:

@@ -27,6 +27,7 @@
 
 static char *home;
 static struct pyfixture fx;
+static struct pyfixture elsewhere; /* where a redirect points */
 static char *logbuf;
 static size_t loglen;
 
@@ -67,11 +68,13 @@ static void setup(void)
 	dv_log_set_level(DV_LOG_DEBUG);
 	dv_log_set_sink(capture);
 	fx.pid = 0;
+	elsewhere.pid = 0;
 }
 
 static void teardown(void)
 {
 	pyfixture_stop(&fx);
+	pyfixture_stop(&elsewhere);
 	dv_log_set_sink(NULL);
 	dv_test_rmtree(home);
 	free(home);
@@ -455,6 +458,71 @@ START_TEST(test_imds_absent_ends_the_chain)
 }
 END_TEST
 
+/* ---- redirects ---- */
+
+/*
+ * Each token service answers 307 to another listener that would accept
+ * the request: the chain must not follow, so that the web identity token
+ * (in STS's body), the container authorization token and the IMDS session
+ * token never reach it. The other listener counts every request it gets.
+ */
+START_TEST(test_token_services_do_not_follow_redirects)
+{
+	const char *target[] = { "--auth", ECS_AUTH, "--token", WEB_TOKEN, NULL };
+	const char *args[] = { "--redirect", NULL, NULL };
+	struct dv_aws_chain *c;
+	struct dv_aws_creds cr;
+	char there[64], *url;
+
+	pyfixture_start(&elsewhere, "aws_fixture.py", target);
+	snprintf(there, sizeof(there), "http://127.0.0.1:%d", elsewhere.port);
+	args[1] = there;
+	start_fixture(args);
+
+	/* STS: a POST whose body holds the web identity token. */
+	web_identity_env(WEB_TOKEN);
+	c = chain();
+	ck_assert_int_eq(get(c, &cr), -EIO);
+	dv_aws_chain_free(c);
+	ck_assert_int_eq(pyfixture_count(&fx, "sts redirected"), 1);
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	unsetenv("AWS_ROLE_ARN");
+
+	/* ECS: the Authorization header. */
+	url = fixture_url("/ecs/creds");
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	free(url);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", ECS_AUTH, 1);
+	c = chain();
+	ck_assert_int_eq(get(c, &cr), -EIO);
+	dv_aws_chain_free(c);
+	ck_assert_int_eq(pyfixture_count(&fx, "ecs redirected"), 1);
+	ck_assert_int_eq(pyfixture_count(&fx, "secret-header Authorization"), 1);
+	unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+
+	/* IMDSv2: the session token header on the role GET. */
+	url = fixture_url("/");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url, 1);
+	free(url);
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	c = chain();
+	ck_assert_int_eq(get(c, &cr), -ENOKEY);
+	dv_aws_chain_free(c);
+	ck_assert_int_eq(pyfixture_count(&fx, "imds-token ok"), 1);
+	ck_assert_int_eq(pyfixture_count(&fx, "imds redirected"), 1);
+	ck_assert_int_eq(pyfixture_count(&fx,
+					 "secret-header X-aws-ec2-metadata-token"), 1);
+
+	/* Nothing reached the other listener: no request, no secret. */
+	ck_assert_int_eq(pyfixture_count(&elsewhere, "request "), 0);
+	ck_assert_int_eq(pyfixture_count(&elsewhere, "secret-header"), 0);
+	ck_assert(!logged(WEB_TOKEN));
+	ck_assert(!logged(ECS_AUTH));
+	ck_assert(!logged("IMDSSESSION"));
+}
+END_TEST
+
 /* ---- refresh ---- */
 
 static time_t fake_now;
@@ -570,6 +638,7 @@ static Suite *aws_creds_suite(void)
 	tcase_add_test(tc, test_ecs_full_uri_must_be_local_or_https);
 	tcase_add_test(tc, test_imds_v2);
 	tcase_add_test(tc, test_imds_absent_ends_the_chain);
+	tcase_add_test(tc, test_token_services_do_not_follow_redirects);
 	tcase_add_test(tc, test_refresh_before_expiry);
 	tcase_add_test(tc, test_invalidate);
 	tcase_add_test(tc, test_parse_helpers_reject_garbage);

@@ -359,6 +359,41 @@ START_TEST(test_expired_token_refreshes_and_retries)
 }
 END_TEST
 
+/*
+ * A signed request carries the session token: a 307 to another listener
+ * (which would accept it) is an error, never followed.
+ */
+START_TEST(test_redirects_are_not_followed)
+{
+	const char *args[] = { BUCKET, AK, SK, TOKEN, NULL };
+	struct pyfixture elsewhere;
+	struct dv_tier *t;
+	uint8_t sha[32];
+	char path[64], *log;
+	int fd, fin;
+
+	pyfixture_stop(&fx);
+	start(TOKEN);
+	env_creds(TOKEN);
+	pyfixture_start(&elsewhere, "s3_fixture.py", args);
+	snprintf(path, sizeof(path), "/_fault?mode=redirect&to=%d", elsewhere.port);
+	free(pyfixture_get(&fx, path));
+	t = tier();
+	fd = make_file("a", 4096, 8, sha);
+	ck_assert_int_eq(t->ops->lookup(t, HASH, 4096), -EIO);
+	ck_assert_int_eq(download(t, HASH, 4096, sha, &fin), -EIO);
+	ck_assert_int_eq(t->ops->install(t, HASH, fd, NULL, 4096, 0), -EIO);
+	ck_assert_int_ge(count(" 307"), 3);
+	log = pyfixture_get(&elsewhere, "/_log");
+	ck_assert_str_eq(log, "");
+	free(log);
+	pyfixture_stop(&elsewhere);
+	close(fd);
+	no_secret_logged();
+	dv_tier_free(t);
+}
+END_TEST
+
 START_TEST(test_bucket_down_is_an_error_not_a_miss)
 {
 	struct dv_tier *t;
@@ -617,6 +652,7 @@ static Suite *s3_suite(void)
 	tcase_add_test(tc, test_no_credentials_is_eacces);
 	tcase_add_test(tc, test_session_token_is_signed_and_sent);
 	tcase_add_test(tc, test_expired_token_refreshes_and_retries);
+	tcase_add_test(tc, test_redirects_are_not_followed);
 	tcase_add_test(tc, test_bucket_down_is_an_error_not_a_miss);
 	tcase_add_test(tc, test_multipart_in_parallel);
 	tcase_add_test(tc, test_multipart_failure_aborts);

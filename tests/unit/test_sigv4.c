@@ -6,7 +6,13 @@
  *     their canonical requests;
  *   - the Signature Version 4 test suite (aws-sig-v4-test-suite), the
  *     cases that apply to a signer that encodes the path once and never
- *     normalizes it (S3's rules): vanilla GET and POST, queries, headers.
+ *     normalizes it (S3's rules): vanilla GET and POST, queries, headers;
+ *   - botocore (Debian's python3-botocore, under /usr/bin/python3), the
+ *     signer of the AWS SDK for Python, on the awkward cases the examples
+ *     leave out: keys with spaces, '+', '=', UTF-8, '~', reserved
+ *     characters and dot segments, repeated and empty query parameters,
+ *     a session token, unsigned and hashed payloads
+ *     (tests/unit/sigv4_botocore.py signs them with S3SigV4Auth).
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +22,7 @@
 
 #include "tiers/s3/sigv4.h"
 #include "helpers.h"
+#include "pyfixture.h"
 
 /* ---- the S3 examples ---- */
 
@@ -330,6 +337,220 @@ START_TEST(test_bad_headers)
 }
 END_TEST
 
+/* ---- against botocore ---- */
+
+#define BOTO_AK "AKIDEXAMPLEBOTO"
+#define BOTO_SK "boto/SECRET+key=="
+#define BOTO_HOST "dv-bucket.s3.eu-central-1.amazonaws.com"
+#define BOTO_WHEN 1709210096 /* 2024-02-29T12:34:56Z */
+#define BOTO_TOKEN "FwoGZXIvYXdzE/session+token=="
+
+struct boto_case {
+	const char *name;
+	const char *method;
+	const char *path;                     /* raw */
+	struct dv_sigv4_param params[5];
+	size_t nparams;
+	const char *headers[5];                /* NULL-terminated */
+	const char *body;                     /* NULL: empty */
+	bool unsigned_payload;
+	const char *token;                    /* NULL: none */
+};
+
+static const struct boto_case boto_cases[] = {
+	{ .name = "spaces", .method = "GET",
+	  .path = "/team a/my  file .tar" },
+	{ .name = "plus", .method = "GET", .path = "/a+b/c+.tar" },
+	{ .name = "equals", .method = "GET", .path = "/k=v/x==.tar" },
+	{ .name = "utf-8", .method = "GET",
+	  .path = "/donn\xc3\xa9" "es/\xe6\x97\xa5\xe6\x9c\xac \xc3\xbc.tar" },
+	{ .name = "tilde", .method = "GET", .path = "/~user/file~1.tar" },
+	{ .name = "reserved", .method = "GET",
+	  .path = "/!$&'()*,;:@%[]#?.tar" },
+	{ .name = "dot segments kept", .method = "GET",
+	  .path = "/a//b/./c/../d" },
+	{ .name = "repeated query keys", .method = "GET", .path = "/",
+	  .params = { { "prefix", "b" }, { "list-type", "2" },
+		      { "prefix", "a" }, { "prefix", "a b" } },
+	  .nparams = 4 },
+	{ .name = "empty query values", .method = "POST", .path = "/k.tar",
+	  .params = { { "uploads", NULL }, { "acl", "" } }, .nparams = 2 },
+	{ .name = "encoded query values", .method = "PUT", .path = "/k.tar",
+	  .params = { { "uploadId", "upload/1+x=" }, { "partNumber", "7" },
+		      { "pre fix", "dir/\xc3\xbc \xc3\xa9~*" } },
+	  .nparams = 3, .body = "part" },
+	{ .name = "session token", .method = "HEAD", .path = "/t/k.tar",
+	  .token = BOTO_TOKEN },
+	{ .name = "unsigned payload", .method = "PUT", .path = "/big.tar",
+	  .body = "streamed", .unsigned_payload = true, .token = BOTO_TOKEN },
+	{ .name = "hashed payload and headers", .method = "PUT",
+	  .path = "/doc.json", .body = "{\"a\": 1}\n",
+	  .headers = { "Content-Type: application/json",
+		       "X-Amz-Meta-Note:   two   spaces  ",
+		       "X-Amz-Meta-Multi: one", "X-Amz-Meta-Multi: two" } },
+	{ .name = "range", .method = "GET", .path = "/r.tar",
+	  .headers = { "Range: bytes=100-" } },
+};
+
+#define NBOTO (sizeof(boto_cases) / sizeof(boto_cases[0]))
+
+static void put_hex(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fprintf(f, "%02x", (unsigned char)*s);
+}
+
+static void write_case(FILE *f, const struct boto_case *c)
+{
+	put_hex(f, BOTO_AK);
+	fputc('\t', f);
+	put_hex(f, BOTO_SK);
+	fputc('\t', f);
+	if (c->token)
+		put_hex(f, c->token);
+	else
+		fputc('-', f);
+	fputc('\t', f);
+	put_hex(f, "eu-central-1");
+	fputc('\t', f);
+	put_hex(f, "s3");
+	fprintf(f, "\t%d\t", BOTO_WHEN);
+	put_hex(f, c->method);
+	fputc('\t', f);
+	put_hex(f, BOTO_HOST);
+	fputc('\t', f);
+	put_hex(f, c->path);
+	fputc('\t', f);
+	for (size_t i = 0; i < c->nparams; i++) {
+		if (i)
+			fputc(',', f);
+		put_hex(f, c->params[i].name);
+		fputc(':', f);
+		if (c->params[i].value)
+			put_hex(f, c->params[i].value);
+		else
+			fputc('-', f);
+	}
+	fputc('\t', f);
+	for (size_t i = 0; c->headers[i]; i++) {
+		if (i)
+			fputc(',', f);
+		put_hex(f, c->headers[i]);
+	}
+	fputc('\t', f);
+	if (c->unsigned_payload) {
+		fputs("unsigned", f);
+	} else if (c->body) {
+		fputs("body:", f);
+		put_hex(f, c->body);
+	} else {
+		fputs("empty", f);
+	}
+	fputc('\n', f);
+}
+
+/* Runs sigv4_botocore.py over every case: one malloc'd line per case. */
+static void botocore_sign(char *out[NBOTO])
+{
+	char script[PATH_MAX], cases[PATH_MAX], cmd[3 * PATH_MAX];
+	char *line = NULL;
+	size_t cap = 0, n = 0;
+	ssize_t len;
+	FILE *f;
+	int fd;
+
+	pyfixture_path("sigv4_botocore.py", script, sizeof(script));
+	snprintf(cases, sizeof(cases), "/tmp/dv-sigv4-cases-XXXXXX");
+	fd = mkstemp(cases);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < NBOTO; i++)
+		write_case(f, &boto_cases[i]);
+	ck_assert_int_eq(fclose(f), 0);
+	/* botocore imports only under Debian's python, not any on PATH. */
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' < '%s'", script,
+		 cases);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while ((len = getline(&line, &cap, f)) > 0 && n < NBOTO) {
+		ck_assert_msg(strncmp(line, "ERROR", 5) != 0, "%s", line);
+		line[strcspn(line, "\n")] = '\0';
+		out[n++] = strdup(line);
+	}
+	free(line);
+	ck_assert_int_eq(pclose(f), 0);
+	unlink(cases);
+	ck_assert_uint_eq(n, NBOTO);
+}
+
+static char *unhex(const char *s)
+{
+	size_t n = strlen(s) / 2;
+	char *out = malloc(n + 1);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = 0;
+
+		sscanf(s + 2 * i, "%2x", &v);
+		out[i] = (char)v;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static void dv_sign_case(const struct boto_case *c,
+			 struct dv_sigv4_result *r)
+{
+	struct dv_sigv4_key key = { BOTO_AK, BOTO_SK, c->token };
+	char sha[65];
+	struct dv_sigv4_request req = {
+		.method = c->method, .host = BOTO_HOST, .path = c->path,
+		.params = c->params, .nparams = c->nparams,
+		.headers = c->headers, .content_sha256_header = true,
+	};
+
+	if (c->unsigned_payload) {
+		req.payload_sha256 = DV_SIGV4_UNSIGNED_PAYLOAD;
+	} else if (c->body) {
+		dv_sigv4_sha256_hex(c->body, strlen(c->body), sha);
+		req.payload_sha256 = sha;
+	}
+	ck_assert_int_eq(dv_sigv4_sign(&key, "eu-central-1", "s3", BOTO_WHEN,
+				       &req, r), 0);
+}
+
+START_TEST(test_botocore_agrees)
+{
+	char *boto[NBOTO];
+	size_t agreed = 0;
+
+	botocore_sign(boto);
+	for (size_t i = 0; i < NBOTO; i++) {
+		struct dv_sigv4_result r;
+		char *tab = strchr(boto[i], '\t'), *canon;
+
+		ck_assert_ptr_nonnull(tab);
+		*tab = '\0';
+		canon = unhex(tab + 1);
+		dv_sign_case(&boto_cases[i], &r);
+		ck_assert_msg(strcmp(r.canonical, canon) == 0,
+			      "%s: canonical requests differ\n"
+			      "datavofs:\n%s\nbotocore:\n%s",
+			      boto_cases[i].name, r.canonical, canon);
+		ck_assert_msg(strcmp(find_header(&r, "Authorization:"), boto[i]) == 0,
+			      "%s: Authorization differs\ndatavofs: %s\nbotocore: %s",
+			      boto_cases[i].name, find_header(&r, "Authorization:"),
+			      boto[i]);
+		agreed++;
+		dv_sigv4_result_release(&r);
+		free(canon);
+		free(boto[i]);
+	}
+	ck_assert_uint_eq(agreed, NBOTO);
+}
+END_TEST
+
 static Suite *sigv4_suite(void)
 {
 	Suite *s = suite_create("sigv4");
@@ -347,6 +568,10 @@ static Suite *sigv4_suite(void)
 	tc = tcase_create("requests");
 	tcase_add_test(tc, test_url_parts);
 	tcase_add_test(tc, test_bad_headers);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("botocore");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_botocore_agrees);
 	suite_add_tcase(s, tc);
 	return s;
 }

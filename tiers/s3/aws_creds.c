@@ -366,8 +366,7 @@ void dv_aws_chain_invalidate(struct dv_aws_chain *c)
 
 static bool stale(const struct dv_aws_chain *c, time_t now)
 {
-	return c->cached.expiration &&
-	       now >= c->cached.expiration - DV_AWS_REFRESH_AHEAD;
+	return c->refresh_at && now >= c->refresh_at;
 }
 
 /* With c->lock held: resolve again and keep what is best. */
@@ -386,6 +385,8 @@ static int refresh(struct dv_aws_chain *c, time_t now)
 			dv_debug("AWS credentials refreshed from the %s",
 				 fresh->source);
 		c->cached = *fresh;
+		c->refresh_at = fresh->expiration ?
+			dv_http_refresh_at(now, fresh->expiration) : 0;
 		c->have = true;
 		c->failed_err = 0;
 	} else if (c->have && now < c->cached.expiration) {

@@ -24,15 +24,16 @@
  *
  * Nothing is read until the first dv_aws_chain_get() (a mount never
  * waits for a metadata service). Credentials are cached; temporary ones
- * are fetched again DV_AWS_REFRESH_AHEAD seconds before they expire, and
- * if that fails while the old ones are still valid, the old ones are used.
+ * are fetched again when dv_http_refresh_at() says (DV_HTTP_REFRESH_AHEAD
+ * seconds before they expire, or half-way through a shorter life), and if
+ * that fails while the old ones are still valid, the old ones are used.
  * A failed resolution is remembered for DV_AWS_RETRY_AFTER seconds, so a
  * missing metadata service does not slow every read.
  *
  * Secrets (secret keys, session tokens, web identity tokens, container
  * authorization tokens) are never logged; log lines name the source only.
- * JSON answers (ECS, IMDS) are parsed with libyaml, STS's XML by a small
- * bounded scanner of the few elements needed.
+ * JSON answers (ECS, IMDS) are read with dv_json_get (tiers/net/json.h),
+ * STS's XML by a small bounded scanner of the few elements needed.
  */
 #ifndef DV_AWS_CREDS_H
 #define DV_AWS_CREDS_H
@@ -41,10 +42,12 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "tiers/net/call.h"
 
 #define DV_AWS_KEY_MAX 256
 #define DV_AWS_TOKEN_MAX 8192
-#define DV_AWS_REFRESH_AHEAD 300 /* s before Expiration */
+/* The most a refresh comes before Expiration: the network layer's policy. */
+#define DV_AWS_REFRESH_AHEAD DV_HTTP_REFRESH_AHEAD
 #define DV_AWS_RETRY_AFTER 10    /* s a failed resolution is remembered */
 #define DV_AWS_DOC_MAX (64u << 10) /* largest answer of a token service */
 
@@ -96,6 +99,13 @@ int dv_aws_region(char *buf, size_t len);
  * the request, session token included: log this code, never the body.
  */
 void dv_aws_error_code(const char *body, char *out, size_t cap);
+
+/*
+ * dv_aws_error_code of a failed answer's body: the error_code hook of
+ * dv_http_call_ops for S3 and the token services.
+ */
+void dv_aws_http_error_code(const struct dv_http_response *resp, char *buf,
+			    size_t len);
 
 /* Wipes @c's secrets (before it goes out of scope). */
 void dv_aws_creds_wipe(struct dv_aws_creds *c);

@@ -22,9 +22,12 @@ struct dv_aws_chain {
 	time_t (*now)(void);
 	char *ecs_host;             /* NULL: DV_AWS_ECS_HOST */
 
+	struct dv_http_denied denied; /* rate of "access denied" lines */
+
 	/* protected by lock */
 	struct dv_aws_creds cached;
 	bool have;
+	time_t refresh_at;          /* dv_http_refresh_at(); 0: never */
 	time_t failed_at;           /* last failed resolution */
 	int failed_err;             /* its error while nothing is cached */
 };

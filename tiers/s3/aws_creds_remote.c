@@ -2,24 +2,29 @@
  * The network sources of the AWS credential chain (aws_creds.h): STS
  * AssumeRoleWithWebIdentity, the ECS container agent, EC2 IMDSv2.
  *
- * Every answer is read into a bounded buffer (DV_AWS_DOC_MAX). JSON
- * (ECS, IMDS) goes through libyaml, which reads JSON; STS's XML is
- * scanned for the four elements of <Credentials> and nothing else.
- * Log lines name the source and the URL without its query, never a token
- * or a key; error bodies are reduced to their error code.
+ * Every answer is read into a bounded buffer (DV_AWS_DOC_MAX), with the
+ * network layer's retries (tiers/net/call.h) and never across a redirect
+ * (these requests carry the web identity token, the container
+ * authorization token or the IMDS session token). JSON (ECS, IMDS) is
+ * read by tiers/net/json.c; STS's XML is scanned for the four elements of
+ * <Credentials> and nothing else. Log lines name the source and the URL
+ * without its query, never a token or a key; error bodies are reduced to
+ * their error code.
  */
 #include "aws_creds_impl.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
 #include "config/log.h"
 #include "sigv4.h"
+#include "tiers/net/call.h"
+#include "tiers/net/json.h"
 
 #define IMDS_TOKEN_TTL "21600"
 #define SESSION_NAME_MAX 64
@@ -31,21 +36,47 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-/* ---- one bounded request, with retries of transient failures ---- */
+/*
+ * Wipes, then frees, a string or an answer that held a secret.
+ * OPENSSL_cleanse, since a plain memset before free may be optimized away.
+ */
+static void free_secret(char *s)
+{
+	if (s) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+}
+
+static void release_secret_buf(struct dv_http_buf *b)
+{
+	if (b->data)
+		OPENSSL_cleanse(b->data, b->len);
+	dv_http_buf_release(b);
+}
+
+/* ---- one bounded request, through the network layer's retries ---- */
 
 struct fetch {
+	struct dv_aws_chain *c;
 	struct dv_http *http;
 	const char *method;
 	const char *url;
 	const char *const *headers;
 	const char *body;
 	const char *what;       /* for log lines: "STS", "ECS agent"… */
-	bool quiet_connect;     /* a refused connection is not worth a warning */
+	/*
+	 * A refused connection means no service listens there (IMDS off
+	 * EC2): the source is absent, not failing, so no retry and no
+	 * error line, as the SDKs make one attempt.
+	 */
+	bool refused_is_absent;
+	struct dv_http_buf *buf;
 };
 
-static int fetch_once(const struct fetch *f, struct dv_http_buf *buf,
-		      struct dv_http_response *resp)
+static int fetch_attempt(void *arg, struct dv_http_response *resp)
 {
+	struct fetch *f = arg;
 	struct dv_http_request req = {
 		.method = f->method,
 		.url = f->url,
@@ -54,13 +85,38 @@ static int fetch_once(const struct fetch *f, struct dv_http_buf *buf,
 		.body_len = f->body ? strlen(f->body) : 0,
 		.max_body = DV_AWS_DOC_MAX,
 		.on_body = dv_http_buf_append,
-		.arg = buf,
+		.arg = f->buf,
 	};
 	int ret;
 
-	buf->len = 0;
+	f->buf->len = 0;
 	ret = dv_http_perform(f->http, &req, resp);
+	if (ret == -ECONNREFUSED && f->refused_is_absent)
+		return -ENOENT;
 	return ret ? ret : dv_http_status_errno(resp->status);
+}
+
+static const struct dv_http_call_ops fetch_ops = {
+	.attempt = fetch_attempt,
+	.error_code = dv_aws_http_error_code,
+};
+
+/* 0 with the body in @buf, or -errno (logged). */
+static int fetch(struct fetch *f, struct dv_http_buf *buf)
+{
+	char shown[512], what[640];
+	struct dv_http_response resp;
+	struct dv_http_call call = {
+		.http = f->http, .ops = &fetch_ops, .ctx = f,
+		.who = "AWS credentials", .what = what,
+		.enoent_level = f->refused_is_absent ? DV_LOG_DEBUG : DV_LOG_ERROR,
+		.denied = &f->c->denied,
+	};
+
+	f->buf = buf;
+	snprintf(what, sizeof(what), "%s %s (%s)", f->method ? f->method : "GET",
+		 f->what, dv_http_redact(f->url, shown, sizeof(shown)));
+	return dv_http_call_run(&call, &resp);
 }
 
 /* The text of <@name>…</@name> in @xml (bounded by @end), or NULL. */
@@ -103,45 +159,10 @@ void dv_aws_error_code(const char *body, char *out, size_t cap)
 	out[len] = '\0';
 }
 
-static void log_failure(const struct fetch *f, int err,
-			const struct dv_http_response *resp,
-			const struct dv_http_buf *buf)
+void dv_aws_http_error_code(const struct dv_http_response *resp, char *buf,
+			    size_t len)
 {
-	char shown[512], code[64] = "";
-
-	dv_http_redact(f->url, shown, sizeof(shown));
-	if (resp->status >= 400) {
-		dv_aws_error_code(buf->data ? buf->data : "", code, sizeof(code));
-		if (!code[0])
-			dv_aws_error_code(resp->errbody, code, sizeof(code));
-		dv_err("AWS credentials: %s (%s) answered HTTP %ld%s%s%s",
-		       f->what, shown, resp->status, code[0] ? " (" : "", code,
-		       code[0] ? ")" : "");
-	} else if (err == -ECONNREFUSED && f->quiet_connect) {
-		dv_debug("AWS credentials: %s (%s): %s", f->what, shown,
-			 resp->detail[0] ? resp->detail : strerror(-err));
-	} else {
-		dv_err("AWS credentials: %s (%s): %s", f->what, shown,
-		       resp->detail[0] ? resp->detail : strerror(-err));
-	}
-}
-
-/* 0 with the body in @buf, or -errno (logged). */
-static int fetch(const struct fetch *f, struct dv_http_buf *buf)
-{
-	struct dv_http_response resp;
-	unsigned n;
-	int ret;
-
-	for (n = 0;; n++) {
-		ret = fetch_once(f, buf, &resp);
-		if (ret == 0 || !dv_http_transient(ret) || n >= f->http->retries)
-			break;
-		dv_http_sleep_ms(dv_http_backoff_ms(n));
-	}
-	if (ret)
-		log_failure(f, ret, &resp, buf);
-	return dv_http_final_errno(ret);
+	dv_aws_error_code(resp->errbody, buf, len);
 }
 
 /* ---- answers ---- */
@@ -234,114 +255,48 @@ static int parse_sts(const char *body, size_t len, struct dv_aws_creds *out)
 	return 0;
 }
 
-struct json_field {
-	const char *name;
-	char *buf;
-	size_t cap;
-	bool found;
-};
+enum { J_KEY, J_SECRET, J_TOKEN, J_EXPIRATION, J_CODE, J_COUNT };
 
-/* Scalar value of @key in the top-level mapping: copy it if wanted. */
-static int json_store(struct json_field *f, size_t n, const char *key,
-		      const yaml_event_t *ev)
+/* Copies field @f into @dst; -EPROTO when absent or too long. */
+static int take(const struct dv_json_field *f, char *dst, size_t cap)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(f[i].name, key) != 0)
-			continue;
-		if (dv_aws_copy(f[i].buf, f[i].cap,
-				(const char *)ev->data.scalar.value,
-				ev->data.scalar.length))
-			return -EPROTO;
-		f[i].found = true;
-	}
-	return 0;
-}
-
-/*
- * Picks string members of a flat JSON object with libyaml. Nested values
- * are skipped. 0, or -EPROTO for something that is not an object, or a
- * value too long for its buffer.
- */
-static int json_fields(const char *text, size_t len, struct json_field *f,
-		       size_t n)
-{
-	yaml_parser_t p;
-	yaml_event_t ev;
-	char key[128] = "";
-	bool want_key = true, done = false;
-	int depth = 0, ret = 0;
-
-	if (!yaml_parser_initialize(&p))
-		return -ENOMEM;
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	while (!done && ret == 0) {
-		if (!yaml_parser_parse(&p, &ev)) {
-			ret = -EPROTO;
-			break;
-		}
-		switch (ev.type) {
-		case YAML_MAPPING_START_EVENT:
-		case YAML_SEQUENCE_START_EVENT:
-			if (depth == 0 && ev.type != YAML_MAPPING_START_EVENT)
-				ret = -EPROTO;
-			if (depth == 1)
-				want_key = true; /* a nested value ends here */
-			depth++;
-			break;
-		case YAML_MAPPING_END_EVENT:
-		case YAML_SEQUENCE_END_EVENT:
-			depth--;
-			break;
-		case YAML_SCALAR_EVENT:
-			if (depth == 0) {
-				ret = -EPROTO;
-			} else if (depth == 1 && want_key) {
-				snprintf(key, sizeof(key), "%s",
-					 (const char *)ev.data.scalar.value);
-				want_key = false;
-			} else if (depth == 1) {
-				ret = json_store(f, n, key, &ev);
-				want_key = true;
-			}
-			break;
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&p);
-	return ret;
+	if (!f->value)
+		return -EPROTO;
+	return dv_aws_copy(dst, cap, f->value, strlen(f->value));
 }
 
 /* {"AccessKeyId", "SecretAccessKey", "Token", "Expiration"} (ECS, IMDS). */
 static int parse_json_creds(const char *body, size_t len,
 			    struct dv_aws_creds *out)
 {
-	char when[64] = "", code[64] = "";
-	struct json_field f[] = {
-		{ "AccessKeyId", out->access_key, sizeof(out->access_key), false },
-		{ "SecretAccessKey", out->secret_key, sizeof(out->secret_key), false },
-		{ "Token", out->session_token, sizeof(out->session_token), false },
-		{ "Expiration", when, sizeof(when), false },
-		{ "Code", code, sizeof(code), false },
+	struct dv_json_field f[J_COUNT] = {
+		[J_KEY] = { .key = "AccessKeyId" },
+		[J_SECRET] = { .key = "SecretAccessKey" },
+		[J_TOKEN] = { .key = "Token" },
+		[J_EXPIRATION] = { .key = "Expiration" },
+		[J_CODE] = { .key = "Code" },
 	};
 	int ret;
 
 	if (!body || !len)
 		return -EPROTO;
-	ret = json_fields(body, len, f, sizeof(f) / sizeof(f[0]));
-	if (ret)
-		return ret;
-	if (f[4].found && strcmp(code, "Success") != 0)
-		return -EIO;
-	if (!f[0].found || !f[1].found)
-		return -EPROTO;
-	if (f[3].found && dv_aws_parse_time(when, &out->expiration))
-		return -EPROTO;
-	return 0;
+	ret = dv_json_get(body, len, f, J_COUNT, NULL, 0);
+	if (ret == -EINVAL)
+		ret = -EPROTO;
+	if (ret == 0 && f[J_CODE].value && strcmp(f[J_CODE].value, "Success"))
+		ret = -EIO;
+	if (ret == 0)
+		ret = take(&f[J_KEY], out->access_key, sizeof(out->access_key));
+	if (ret == 0)
+		ret = take(&f[J_SECRET], out->secret_key, sizeof(out->secret_key));
+	if (ret == 0 && f[J_TOKEN].value)
+		ret = take(&f[J_TOKEN], out->session_token,
+			   sizeof(out->session_token));
+	if (ret == 0 && f[J_EXPIRATION].value &&
+	    dv_aws_parse_time(f[J_EXPIRATION].value, &out->expiration))
+		ret = -EPROTO;
+	dv_json_release(f, J_COUNT);
+	return ret;
 }
 
 /* ---- STS AssumeRoleWithWebIdentity ---- */
@@ -377,10 +332,7 @@ static char *sts_body(const char *role, const char *session, const char *token)
 		body = NULL;
 	free(r);
 	free(s);
-	if (t) {
-		memset(t, 0, strlen(t));
-		free(t);
-	}
+	free_secret(t);
 	return body;
 }
 
@@ -393,7 +345,7 @@ static int sts_call(struct dv_aws_chain *c, const char *role,
 	};
 	char session[SESSION_NAME_MAX + 1];
 	struct dv_http_buf buf;
-	struct fetch f = { .http = &c->sts_http, .method = "POST",
+	struct fetch f = { .c = c, .http = &c->sts_http, .method = "POST",
 			   .headers = headers, .what = "STS AssumeRoleWithWebIdentity" };
 	char *url = sts_endpoint(), *body;
 	int ret = -ENOMEM;
@@ -414,14 +366,9 @@ static int sts_call(struct dv_aws_chain *c, const char *role,
 		if (ret)
 			dv_err("AWS credentials: STS answered without usable credentials");
 	}
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 out:
-	if (body) {
-		memset(body, 0, strlen(body));
-		free(body);
-	}
+	free_secret(body);
 	free(url);
 	return ret;
 }
@@ -448,8 +395,7 @@ int dv_aws_from_web_identity(struct dv_aws_chain *c, struct dv_aws_creds *out)
 		return ret == -EACCES ? -EACCES : -EIO;
 	}
 	ret = sts_call(c, role, token, out);
-	memset(token, 0, strlen(token));
-	free(token);
+	free_secret(token);
 	out->source = "web identity (STS)";
 	return ret;
 }
@@ -528,17 +474,15 @@ static int ecs_auth_header(char **out)
 		*out = NULL;
 		ret = -ENOMEM;
 	}
-	if (read) {
-		memset(read, 0, strlen(read));
-		free(read);
-	}
+	free_secret(read);
 	return ret;
 }
 
 int dv_aws_from_ecs(struct dv_aws_chain *c, struct dv_aws_creds *out)
 {
 	const char *headers[2] = { NULL, NULL };
-	struct fetch f = { .http = &c->meta_http, .what = "the ECS container agent" };
+	struct fetch f = { .c = c, .http = &c->meta_http,
+			   .what = "the ECS container agent" };
 	struct dv_http_buf buf;
 	char *url, *auth = NULL, shown[512];
 	int ret;
@@ -567,14 +511,9 @@ int dv_aws_from_ecs(struct dv_aws_chain *c, struct dv_aws_creds *out)
 			dv_err("AWS credentials: the ECS container agent answered without usable credentials");
 			ret = -EPROTO;
 		}
-		if (buf.data)
-			memset(buf.data, 0, buf.len);
-		dv_http_buf_release(&buf);
+		release_secret_buf(&buf);
 	}
-	if (auth) {
-		memset(auth, 0, strlen(auth));
-		free(auth);
-	}
+	free_secret(auth);
 	free(url);
 	out->source = "ECS container credentials";
 	return ret;
@@ -594,8 +533,9 @@ static int imds_get(struct dv_aws_chain *c, const char *base, const char *path,
 {
 	const char *headers[] = { token_header, NULL };
 	char *url;
-	struct fetch f = { .http = &c->meta_http, .headers = headers,
-			   .what = "EC2 instance metadata", .quiet_connect = true };
+	struct fetch f = { .c = c, .http = &c->meta_http, .headers = headers,
+			   .what = "EC2 instance metadata",
+			   .refused_is_absent = true };
 	int ret;
 
 	if (asprintf(&url, "%s%s", base, path) < 0)
@@ -612,9 +552,9 @@ static int imds_token(struct dv_aws_chain *c, const char *base, char **hdr)
 	static const char *const headers[] = {
 		"X-aws-ec2-metadata-token-ttl-seconds: " IMDS_TOKEN_TTL, NULL,
 	};
-	struct fetch f = { .http = &c->meta_http, .method = "PUT",
+	struct fetch f = { .c = c, .http = &c->meta_http, .method = "PUT",
 			   .headers = headers, .what = "EC2 instance metadata",
-			   .quiet_connect = true };
+			   .refused_is_absent = true };
 	struct dv_http_buf buf;
 	char *url;
 	int ret;
@@ -629,9 +569,7 @@ static int imds_token(struct dv_aws_chain *c, const char *base, char **hdr)
 	if (ret == 0 &&
 	    asprintf(hdr, "X-aws-ec2-metadata-token: %s", buf.data) < 0)
 		ret = -ENOMEM;
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 	free(url);
 	return ret;
 }
@@ -689,14 +627,9 @@ int dv_aws_from_imds(struct dv_aws_chain *c, struct dv_aws_creds *out)
 		dv_err("AWS credentials: instance metadata answered without usable credentials");
 		ret = -EPROTO;
 	}
-	if (buf.data)
-		memset(buf.data, 0, buf.len);
-	dv_http_buf_release(&buf);
+	release_secret_buf(&buf);
 out:
-	if (hdr) {
-		memset(hdr, 0, strlen(hdr));
-		free(hdr);
-	}
+	free_secret(hdr);
 	free(trimmed);
 	out->source = "EC2 instance metadata";
 	return ret;

@@ -1,7 +1,8 @@
 /*
- * The S3 client (see s3_client.h): addressing, signing, one signed call,
- * error mapping, retries, and the reads (HEAD, ranged GET into a sink,
- * small documents). Uploads are in s3_upload.c.
+ * The S3 client (see s3_client.h): addressing, signing, one signed
+ * attempt and its error mapping, the final log lines, and the reads
+ * (HEAD, ranged GET into a sink, small documents). Uploads are in
+ * s3_upload.c; the retries are the network layer's (tiers/net/call.h).
  *
  * Every attempt is signed anew (a fresh x-amz-date, and credentials that
  * may have been refreshed meanwhile). A GET that breaks resumes where the
@@ -19,7 +20,6 @@
 #include <time.h>
 
 #include "config/log.h"
-#include "tiers/net/http_sink.h"
 #include "sigv4.h"
 
 #define MAX_CALL_HEADERS (DV_SIGV4_MAX_HEADERS + 8)
@@ -164,7 +164,7 @@ void dv_s3_shown(const struct dv_s3 *s, const char *key, char *buf,
 	snprintf(buf, len, "s3://%s/%s", s->bucket, key ? key : "");
 }
 
-/* ---- one call ---- */
+/* ---- one attempt ---- */
 
 /* Auth failures S3 reports with a 400. */
 static bool auth_code(const char *code)
@@ -182,20 +182,8 @@ static bool auth_code(const char *code)
 	return false;
 }
 
-static void log_denied(struct dv_s3 *s, const struct dv_s3_call *call,
-		       const struct dv_http_response *resp, const char *code,
-		       const char *source)
-{
-	char shown[512];
-
-	dv_s3_shown(s, call->key, shown, sizeof(shown));
-	dv_err("%s: bucket '%s' refused access: HTTP %ld%s%s%s on %s %s; check the credentials (%s)",
-	       s->who, s->bucket, resp->status, code[0] ? " (" : "", code,
-	       code[0] ? ")" : "", call->method, shown, source);
-}
-
 static int map_status(struct dv_s3 *s, const struct dv_s3_call *call,
-		      const struct dv_http_response *resp, const char *source)
+		      const struct dv_http_response *resp)
 {
 	char code[64];
 	int ret;
@@ -203,8 +191,8 @@ static int map_status(struct dv_s3 *s, const struct dv_s3_call *call,
 	if (resp->status >= 200 && resp->status <= 299)
 		return 0;
 	if (resp->status == 304)
-		return 1;
-	dv_aws_error_code(resp->errbody, code, sizeof(code));
+		return call->conditional ? 1 : -EPROTO;
+	dv_aws_http_error_code(resp, code, sizeof(code));
 	if (strcmp(code, "ExpiredToken") == 0 ||
 	    strcmp(code, "TokenRefreshRequired") == 0) {
 		dv_info("%s: the session token expired; fetching new credentials",
@@ -215,10 +203,8 @@ static int map_status(struct dv_s3 *s, const struct dv_s3_call *call,
 	if (strcmp(code, "SlowDown") == 0 || strcmp(code, "RequestTimeout") == 0)
 		return -EAGAIN;
 	ret = dv_http_status_errno(resp->status);
-	if (ret == -EACCES || (resp->status == 400 && auth_code(code))) {
-		log_denied(s, call, resp, code, source);
+	if (resp->status == 400 && auth_code(code))
 		return -EACCES;
-	}
 	return ret;
 }
 
@@ -280,8 +266,9 @@ static int get_creds(struct dv_s3 *s, struct dv_aws_creds *cr,
 	return ret == -ENOKEY || ret == -EACCES || ret == -EINVAL ? -EACCES : ret;
 }
 
-int dv_s3_call(struct dv_s3 *s, struct dv_s3_call *call,
-	       struct dv_http_response *resp)
+/* Signs and performs @call once; maps the answer as map_status says. */
+static int call_once(struct dv_s3 *s, struct dv_s3_call *call,
+		     struct dv_http_response *resp)
 {
 	const char *headers[MAX_CALL_HEADERS];
 	struct dv_sigv4_result sig;
@@ -289,7 +276,6 @@ int dv_s3_call(struct dv_s3 *s, struct dv_s3_call *call,
 	char *url = NULL;
 	int ret;
 
-	memset(resp, 0, sizeof(*resp));
 	memset(&sig, 0, sizeof(sig));
 	cr = malloc(sizeof(*cr));
 	if (!cr)
@@ -297,6 +283,7 @@ int dv_s3_call(struct dv_s3 *s, struct dv_s3_call *call,
 	ret = get_creds(s, cr, resp);
 	if (ret)
 		goto out;
+	call->source = cr->source;
 	ret = sign(s, call, cr, &sig);
 	if (ret == 0)
 		ret = build_headers(call, &sig, headers);
@@ -313,7 +300,7 @@ int dv_s3_call(struct dv_s3 *s, struct dv_s3_call *call,
 	call->req.headers = headers;
 	ret = dv_http_perform(&s->http, &call->req, resp);
 	if (ret == 0)
-		ret = map_status(s, call, resp, cr->source);
+		ret = map_status(s, call, resp);
 out:
 	dv_aws_creds_wipe(cr);
 	free(cr);
@@ -322,162 +309,150 @@ out:
 	return ret;
 }
 
-/* ---- retries ---- */
+/* ---- the network layer's hooks ---- */
 
-const char *dv_s3_describe(int err, const struct dv_http_response *resp,
-			   char *buf, size_t len)
+struct run_ctx {
+	struct dv_s3 *s;
+	struct dv_s3_call *call;
+};
+
+static int attempt(void *arg, struct dv_http_response *resp)
 {
-	char code[64];
-
-	if (resp->status && (resp->status < 200 || resp->status > 299)) {
-		dv_aws_error_code(resp->errbody, code, sizeof(code));
-		snprintf(buf, len, "HTTP %ld%s%s%s", resp->status,
-			 code[0] ? " (" : "", code, code[0] ? ")" : "");
-	} else if (resp->detail[0]) {
-		snprintf(buf, len, "%s", resp->detail);
-	} else {
-		snprintf(buf, len, "%s", strerror(-err));
-	}
-	return buf;
-}
-
-typedef int (*attempt_fn)(struct dv_s3 *s, void *ctx,
-			  struct dv_http_response *resp);
-
-/*
- * Runs @fn until it succeeds (≥ 0), fails for good, or the retries are
- * spent; logs the outcome (-ENOENT at @enoent_level; -EACCES was logged
- * by map_status). Returns the result mapped by dv_http_final_errno().
- */
-static int with_retries(struct dv_s3 *s, const char *verb, const char *key,
-			attempt_fn fn, void *ctx, enum dv_log_level enoent_level)
-{
-	char why[DV_HTTP_DETAIL_MAX + 64], shown[512], code[64];
-	struct dv_http_response resp;
-	unsigned n, delay;
+	struct run_ctx *r = arg;
+	struct dv_s3_call *call = r->call;
 	int ret;
 
-	dv_s3_shown(s, key, shown, sizeof(shown));
-	for (n = 0;; n++) {
-		ret = fn(s, ctx, &resp);
-		if (ret >= 0)
-			return ret;
-		if (!dv_http_transient(ret) || n >= s->http.retries)
-			break;
-		delay = dv_http_backoff_ms(n);
-		dv_warn("%s: %s %s: %s (attempt %u of %u), retrying in %u ms",
-			s->who, verb, shown, dv_s3_describe(ret, &resp, why, sizeof(why)),
-			n + 1, s->http.retries + 1, delay);
-		dv_http_sleep_ms(delay);
+	if (call->get && dv_http_sink_prepare(call->get, &call->req))
+		return 0;
+	if (call->buf) {
+		call->buf->len = 0;
+		if (call->buf->data)
+			call->buf->data[0] = '\0';
+		call->req.on_body = dv_http_buf_append;
+		call->req.arg = call->buf;
+		if (!call->req.max_body)
+			call->req.max_body = call->buf->max;
 	}
-	dv_aws_error_code(resp.errbody, code, sizeof(code));
-	if (ret == -ENOENT && strcmp(code, "NoSuchBucket") == 0)
-		dv_err("%s: bucket '%s' does not exist (%s %s)", s->who,
-		       s->bucket, verb, shown);
-	else if (ret == -ENOENT)
-		dv_log(enoent_level, "%s: %s %s: not found", s->who, verb, shown);
-	else if (ret != -EACCES)
-		dv_err("%s: %s %s failed%s: %s", s->who, verb, shown,
-		       n ? " after retries" : "",
-		       dv_s3_describe(ret, &resp, why, sizeof(why)));
-	return dv_http_final_errno(ret);
+	ret = call_once(r->s, call, resp);
+	if (call->get)
+		ret = dv_http_sink_finish(call->get, ret, resp);
+	return ret;
+}
+
+/* After a 401: the cached credentials may be the reason. */
+static void refresh(void *arg)
+{
+	struct run_ctx *r = arg;
+
+	dv_aws_chain_invalidate(r->s->creds);
+}
+
+static const struct dv_http_call_ops s3_ops = {
+	.attempt = attempt,
+	.refresh = refresh,
+	.error_code = dv_aws_http_error_code,
+};
+
+static struct dv_http_denied *denied_of(struct dv_s3 *s, const char *method)
+{
+	if (strcmp(method, "HEAD") == 0)
+		return &s->denied[0];
+	if (strcmp(method, "GET") == 0)
+		return &s->denied[1];
+	return &s->denied[2];
+}
+
+/*
+ * The final line, in S3's words (the tests and the operators read them):
+ * a missing bucket is an error whatever the level; a refusal names the
+ * bucket and the credential source, through the rate limiter.
+ */
+static void report(struct dv_s3 *s, const struct dv_s3_call *call,
+		   const struct dv_http_call *c, int err,
+		   const struct dv_http_response *resp,
+		   enum dv_log_level enoent_level)
+{
+	char why[DV_HTTP_DETAIL_MAX + 96], code[64] = "", who[1024];
+
+	if (resp->status >= 300)
+		dv_aws_http_error_code(resp, code, sizeof(code));
+	dv_http_describe(err, resp, code, why, sizeof(why));
+	if (err == -ENOENT && strcmp(code, "NoSuchBucket") == 0) {
+		dv_err("%s: bucket '%s' does not exist (%s)", s->who, s->bucket,
+		       c->what);
+	} else if (err == -ENOENT) {
+		dv_log(enoent_level, "%s: %s: not found (%s)", s->who, c->what,
+		       why);
+	} else if (err == -EACCES && resp->status) {
+		snprintf(who, sizeof(who), "%s: bucket '%s' refused access: %s on %s",
+			 s->who, s->bucket, why, c->what);
+		dv_http_log_denied(denied_of(s, call->method), who,
+				   "check the credentials (%s)",
+				   call->source ? call->source : "none");
+	} else if (err == -EACCES) {
+		dv_http_log_denied(denied_of(s, call->method), s->who, "%s: %s",
+				   c->what, why);
+	} else if (c->attempts > 1) {
+		dv_err("%s: %s failed after %u attempts: %s", s->who, c->what,
+		       c->attempts, why);
+	} else {
+		dv_err("%s: %s failed: %s", s->who, c->what, why);
+	}
+}
+
+int dv_s3_run(struct dv_s3 *s, struct dv_s3_call *call, const char *verb,
+	      enum dv_log_level enoent_level, struct dv_http_response *resp)
+{
+	char what[600], shown[512];
+	struct run_ctx r = { .s = s, .call = call };
+	struct dv_http_call c = {
+		.http = &s->http, .ops = &s3_ops, .ctx = &r, .who = s->who,
+		.what = what, .flags = DV_HTTP_CALL_QUIET,
+	};
+	int ret;
+
+	dv_s3_shown(s, call->key, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "%s %s", verb, shown);
+	ret = dv_http_call_run(&c, resp);
+	if (ret < 0)
+		report(s, call, &c, c.last_err, resp, enoent_level);
+	return ret;
 }
 
 /* ---- HEAD ---- */
 
-struct head_ctx {
-	const char *key;
-	uint64_t size;
-};
-
-static int head_attempt(struct dv_s3 *s, void *arg,
-			struct dv_http_response *resp)
-{
-	struct head_ctx *h = arg;
-	struct dv_s3_call call = { .method = "HEAD", .key = h->key };
-	int ret = dv_s3_call(s, &call, resp);
-
-	if (ret == 0 && !resp->has_length) {
-		snprintf(resp->detail, sizeof(resp->detail),
-			 "HEAD answer without Content-Length");
-		return -EPROTO;
-	}
-	h->size = resp->content_length;
-	return ret == 1 ? -EPROTO : ret;
-}
-
 int dv_s3_head(struct dv_s3 *s, const char *key, uint64_t *size)
 {
-	struct head_ctx h = { .key = key };
-	int ret = with_retries(s, "HEAD", key, head_attempt, &h, DV_LOG_DEBUG);
+	struct dv_s3_call call = { .method = "HEAD", .key = key };
+	struct dv_http_response resp;
+	int ret = dv_s3_run(s, &call, "HEAD", DV_LOG_DEBUG, &resp);
 
+	if (ret == 0 && !resp.has_length) {
+		dv_err("%s: HEAD s3://%s/%s: the answer has no Content-Length",
+		       s->who, s->bucket, key);
+		ret = -EPROTO;
+	}
 	if (ret == 0)
-		*size = h.size;
+		*size = resp.content_length;
 	return ret;
 }
 
 /* ---- GET into a sink ---- */
 
-struct get_ctx {
-	const char *key;
-	struct dv_http_sink_get get;
-};
-
-static int get_attempt(struct dv_s3 *s, void *arg,
-		       struct dv_http_response *resp)
-{
-	struct get_ctx *g = arg;
-	struct dv_s3_call call = { .method = "GET", .key = g->key };
-	int ret;
-
-	if (dv_http_sink_prepare(&g->get, &call.req))
-		return 0;
-	ret = dv_s3_call(s, &call, resp);
-	if (ret == 1)
-		ret = -EPROTO;
-	return dv_http_sink_finish(&g->get, ret, resp);
-}
-
 int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,
 	      struct dv_sink *sink)
 {
 	char shown[512];
-	struct get_ctx g = { .key = key, .get = { .sink = sink, .size = size,
-						  .who = s->who,
-						  .shown = shown } };
+	struct dv_http_sink_get get = { .sink = sink, .size = size,
+					.who = s->who, .shown = shown };
+	struct dv_s3_call call = { .method = "GET", .key = key, .get = &get };
+	struct dv_http_response resp;
 
 	dv_s3_shown(s, key, shown, sizeof(shown));
-	return with_retries(s, "GET", key, get_attempt, &g, DV_LOG_WARNING);
+	return dv_s3_run(s, &call, "GET", DV_LOG_WARNING, &resp);
 }
 
 /* ---- small documents ---- */
-
-struct doc_ctx {
-	const char *key;
-	const char *const *headers;
-	struct dv_http_buf buf;
-	char etag[DV_HTTP_ETAG_MAX];  /* of the answer that succeeded */
-};
-
-static int doc_attempt(struct dv_s3 *s, void *arg,
-		       struct dv_http_response *resp)
-{
-	struct doc_ctx *d = arg;
-	struct dv_s3_call call = {
-		.method = "GET",
-		.key = d->key,
-		.headers = d->headers,
-		.req = { .on_body = dv_http_buf_append, .arg = &d->buf,
-			 .max_body = d->buf.max },
-	};
-	int ret;
-
-	d->buf.len = 0;
-	ret = dv_s3_call(s, &call, resp);
-	if (ret == 0)
-		snprintf(d->etag, sizeof(d->etag), "%s", resp->etag);
-	return ret;
-}
 
 static bool etag_sendable(const char *etag)
 {
@@ -497,7 +472,10 @@ int dv_s3_get_doc(struct dv_s3 *s, const char *key, const char *etag,
 {
 	char inm[DV_HTTP_ETAG_MAX + 32];
 	const char *headers[2] = { NULL, NULL };
-	struct doc_ctx d = { .key = key, .headers = headers };
+	struct dv_http_buf buf;
+	struct dv_s3_call call = { .method = "GET", .key = key,
+				   .headers = headers, .buf = &buf };
+	struct dv_http_response resp;
 	int ret;
 
 	*body = NULL;
@@ -507,14 +485,15 @@ int dv_s3_get_doc(struct dv_s3 *s, const char *key, const char *etag,
 	if (etag && etag_sendable(etag)) {
 		snprintf(inm, sizeof(inm), "If-None-Match: %s", etag);
 		headers[0] = inm;
+		call.conditional = true;
 	}
-	dv_http_buf_init(&d.buf, max);
-	ret = with_retries(s, "GET", key, doc_attempt, &d, DV_LOG_INFO);
+	dv_http_buf_init(&buf, max);
+	ret = dv_s3_run(s, &call, "GET", DV_LOG_INFO, &resp);
 	if (ret == 0)
-		ret = dv_http_buf_take(&d.buf, body, len);
-	dv_http_buf_release(&d.buf);
-	if (ret == 0 && etag_out && d.etag[0]) {
-		*etag_out = strdup(d.etag);
+		ret = dv_http_buf_take(&buf, body, len);
+	dv_http_buf_release(&buf);
+	if (ret == 0 && etag_out && resp.etag[0]) {
+		*etag_out = strdup(resp.etag);
 		if (!*etag_out) {
 			free(*body);
 			*body = NULL;

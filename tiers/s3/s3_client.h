@@ -9,10 +9,14 @@
  * path-style when the bucket name has a dot (TLS names cannot match it).
  *
  * Errors: 404 → -ENOENT; 401/403 and auth error codes → -EACCES, logged
- * with the bucket and the credential source (never a secret; error bodies
+ * with the bucket and the credential source, at most once per
+ * DV_HTTP_DENIED_EVERY seconds per client (never a secret; error bodies
  * are reduced to their <Code>, since S3 echoes the canonical request, and
- * with it the session token, in some of them); 5xx, 429, 408, resets and
- * timeouts are retried with backoff, then -EIO or -ETIMEDOUT.
+ * with it the session token, in some of them); 5xx, 429, 408, SlowDown,
+ * resets and timeouts are retried by the network layer
+ * (tiers/net/call.h), then -EIO or -ETIMEDOUT. Every attempt is signed
+ * anew; redirects are never followed (a signed request carries the
+ * session token).
  *
  * Payloads: GET and HEAD sign the empty body; a PUT streamed from a file
  * is UNSIGNED-PAYLOAD over https (TLS protects it) and carries its real
@@ -29,7 +33,9 @@
 
 #include "config/config.h"
 #include "aws_creds.h"
+#include "tiers/net/call.h"
 #include "tiers/net/http.h"
+#include "tiers/net/http_sink.h"
 #include "tiers/core/sink.h"
 
 #define DV_S3_MULTIPART_THRESHOLD (64ull << 20) /* larger: multipart */
@@ -55,6 +61,12 @@ struct dv_s3 {
 	bool sign_payload;     /* plain http: PUT bodies carry their SHA-256 */
 	struct dv_http http;
 	struct dv_aws_chain *creds;
+	/*
+	 * Rate of "refused access" lines, one limiter per kind of request
+	 * (HEAD, GET, writes): each needs its own permission, and a refused
+	 * write must not hide behind refused reads.
+	 */
+	struct dv_http_denied denied[3];
 
 	/* multipart tuning (tests lower them) */
 	uint64_t multipart_threshold;
@@ -107,23 +119,29 @@ struct dv_s3_call {
 	const char *const *headers;          /* extra, signed; or NULL */
 	const char *payload_sha256;          /* NULL: empty body */
 	struct dv_http_request req;          /* body, callbacks, range */
+	/* The answer's body, emptied before each attempt; or NULL. */
+	struct dv_http_buf *buf;
+	/* A GET into a sink, resumed with a Range; or NULL. */
+	struct dv_http_sink_get *get;
+	bool conditional;                    /* If-None-Match: a 304 is 1 */
+	/* Out: where the credentials of the last attempt came from. */
+	const char *source;
 };
 
 /*
- * Signs and performs @call once. Returns 0 for a 2xx answer, 1 for a 304,
- * else -errno: transport errors as dv_http_perform, statuses mapped as
- * this file's header says (-EAGAIN for those worth a retry). An expired
- * session token invalidates the cached credentials and is -EAGAIN.
+ * Runs @call through the network layer's retries, each attempt signed
+ * anew with the current credentials. @verb names it in log lines ("GET",
+ * "UploadPart"); a final -ENOENT is logged at @enoent_level (a missing
+ * bucket always as an error). Returns 0 for a 2xx answer (@resp holds it),
+ * 1 for a 304 when @call->conditional, else -errno as this file's header
+ * says (a 304 that was not asked for is -EPROTO). An expired session
+ * token invalidates the cached credentials and is retried.
  */
-int dv_s3_call(struct dv_s3 *s, struct dv_s3_call *call,
-	       struct dv_http_response *resp);
+int dv_s3_run(struct dv_s3 *s, struct dv_s3_call *call, const char *verb,
+	      enum dv_log_level enoent_level, struct dv_http_response *resp);
 
 /* "s3://bucket/key" for log lines. */
 void dv_s3_shown(const struct dv_s3 *s, const char *key, char *buf,
 		 size_t len);
-
-/* Why an attempt failed, for a log line: "HTTP 503 (SlowDown)"… */
-const char *dv_s3_describe(int err, const struct dv_http_response *resp,
-			   char *buf, size_t len);
 
 #endif

@@ -29,39 +29,6 @@
 #define XML_MAX (64u << 10)
 #define HASH_CHUNK (1u << 20)
 
-/*
- * Runs one call with retries of transient failures; @buf (or NULL) is the
- * answer's buffer, emptied before each attempt.
- */
-static int call_retried(struct dv_s3 *s, struct dv_s3_call *call,
-			const char *what, struct dv_http_buf *buf,
-			struct dv_http_response *resp)
-{
-	char why[DV_HTTP_DETAIL_MAX + 64], shown[512];
-	int ret;
-
-	for (unsigned n = 0;; n++) {
-		if (buf)
-			buf->len = 0;
-		ret = dv_s3_call(s, call, resp);
-		if (ret >= 0 || !dv_http_transient(ret) || n >= s->http.retries)
-			break;
-		dv_s3_shown(s, call->key, shown, sizeof(shown));
-		dv_warn("%s: %s %s: %s (attempt %u of %u), retrying", s->who,
-			what, shown, dv_s3_describe(ret, resp, why, sizeof(why)),
-			n + 1, s->http.retries + 1);
-		dv_http_sleep_ms(dv_http_backoff_ms(n));
-	}
-	if (ret == 1)
-		ret = -EPROTO;
-	if (ret < 0 && ret != -EACCES) {
-		dv_s3_shown(s, call->key, shown, sizeof(shown));
-		dv_err("%s: %s %s failed: %s", s->who, what, shown,
-		       dv_s3_describe(ret, resp, why, sizeof(why)));
-	}
-	return dv_http_final_errno(ret);
-}
-
 /* SHA-256 of the first @len bytes of @fd, as hex. */
 static int hash_fd(int fd, uint64_t len, char out[65])
 {
@@ -120,7 +87,7 @@ static int put_single(struct dv_s3 *s, const char *key, int fd, uint64_t size)
 		call.req.body = "";
 		call.payload_sha256 = DV_SIGV4_EMPTY_SHA256;
 	}
-	return call_retried(s, &call, "PUT", NULL, &resp);
+	return dv_s3_run(s, &call, "PUT", DV_LOG_ERROR, &resp);
 }
 
 /* ---- multipart ---- */
@@ -170,14 +137,13 @@ static int create_upload(struct multipart *m)
 	struct dv_http_response resp;
 	struct dv_s3_call call = {
 		.method = "POST", .key = m->key, .params = q, .nparams = 1,
-		.req = { .body = "", .body_len = 0, .max_body = XML_MAX },
+		.req = { .body = "", .body_len = 0 }, .buf = &buf,
 	};
 	int ret;
 
 	dv_http_buf_init(&buf, XML_MAX);
-	call.req.on_body = dv_http_buf_append;
-	call.req.arg = &buf;
-	ret = call_retried(m->s, &call, "CreateMultipartUpload", &buf, &resp);
+	ret = dv_s3_run(m->s, &call, "CreateMultipartUpload", DV_LOG_ERROR,
+			&resp);
 	if (ret == 0 && (!buf.data ||
 			 xml_text(buf.data, "UploadId", m->upload_id,
 				  sizeof(m->upload_id)))) {
@@ -209,7 +175,7 @@ static int put_part(struct multipart *m, unsigned i, char *buf)
 		return ret;
 	snprintf(num, sizeof(num), "%u", i + 1);
 	dv_sigv4_sha256_hex(buf, len, sha);
-	ret = call_retried(m->s, &call, "UploadPart", NULL, &resp);
+	ret = dv_s3_run(m->s, &call, "UploadPart", DV_LOG_ERROR, &resp);
 	if (ret == 0 && !resp.etag[0]) {
 		dv_err("%s: UploadPart %u answered without an ETag", m->s->who,
 		       i + 1);
@@ -305,7 +271,7 @@ static int complete_upload(struct multipart *m)
 	char *xml = complete_xml(m);
 	struct dv_s3_call call = {
 		.method = "POST", .key = m->key, .params = q, .nparams = 1,
-		.headers = headers, .payload_sha256 = sha,
+		.headers = headers, .payload_sha256 = sha, .buf = &buf,
 	};
 	int ret;
 
@@ -315,11 +281,8 @@ static int complete_upload(struct multipart *m)
 	dv_http_buf_init(&buf, XML_MAX);
 	call.req.body = xml;
 	call.req.body_len = strlen(xml);
-	call.req.on_body = dv_http_buf_append;
-	call.req.arg = &buf;
-	call.req.max_body = XML_MAX;
-	ret = call_retried(m->s, &call, "CompleteMultipartUpload", &buf,
-			   &resp);
+	ret = dv_s3_run(m->s, &call, "CompleteMultipartUpload", DV_LOG_ERROR,
+			&resp);
 	/* A 200 that says <Error> failed all the same. */
 	if (ret == 0 && buf.data && strstr(buf.data, "<Error>")) {
 		dv_aws_error_code(buf.data, code, sizeof(code));
@@ -340,7 +303,8 @@ static void abort_upload(struct multipart *m)
 		.method = "DELETE", .key = m->key, .params = q, .nparams = 1,
 	};
 
-	if (call_retried(m->s, &call, "AbortMultipartUpload", NULL, &resp) == 0)
+	if (dv_s3_run(m->s, &call, "AbortMultipartUpload", DV_LOG_ERROR,
+		      &resp) == 0)
 		dv_info("%s: aborted the multipart upload of %s", m->s->who,
 			m->key);
 }

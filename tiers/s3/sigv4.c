@@ -30,9 +30,15 @@ struct pair {
 	char *value;  /* encoded */
 };
 
+/*
+ * UriEncode's unreserved set, spelt out: isalnum() follows the locale, and
+ * in an 8-bit one it would leave bytes of a UTF-8 key unencoded.
+ */
 static bool unreserved(unsigned char c)
 {
-	return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	       c == '~';
 }
 
 char *dv_sigv4_uri_encode(const char *s, bool keep_slash)
