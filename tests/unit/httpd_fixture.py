@@ -38,6 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = None
 LOCK = threading.Lock()
+IDLE = threading.Condition(LOCK)
+INFLIGHT = [0]  # requests being answered, not yet in LOG
 HITS = {}
 LOG = []
 EXTRA = 1 << 20
@@ -86,10 +88,23 @@ class Handler(BaseHTTPRequestHandler):
     def serve(self, body):
         path = self.path.split("?", 1)[0]
         if path == "/_log":
-            with LOCK:
+            # A client that has its answer may ask for the log before the
+            # handler wrote the line: wait (briefly: "hang" never ends).
+            with IDLE:
+                IDLE.wait_for(lambda: INFLIGHT[0] == 0, timeout=2)
                 text = ("\n".join(LOG) + "\n").encode()
             self.send_simple(200, text)
             return
+        with LOCK:
+            INFLIGHT[0] += 1
+        try:
+            self.serve_file(path, body)
+        finally:
+            with IDLE:
+                INFLIGHT[0] -= 1
+                IDLE.notify_all()
+
+    def serve_file(self, path, body):
         mode, rest = "ok", path.lstrip("/")
         if path.startswith("/m/"):
             parts = path[3:].split("/", 1)

@@ -82,9 +82,11 @@ class Handler(BaseHTTPRequestHandler):
         if not any(k == "Content-Length" for k, _ in headers):
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        # Logged before the body goes out: a client that has the answer
+        # must find its line in /_log (it raced the log under load).
+        self.note(status)
         if self.command != "HEAD":
             self.wfile.write(body)
-        self.note(status)
 
     def error(self, status, code):
         self.send(status, "<?xml version=\"1.0\"?><Error><Code>%s</Code><Message>m</Message>"
@@ -233,9 +235,9 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in headers:
             self.send_header(k, v)
         self.end_headers()
+        self.note(status)
         self.wfile.write(part[: len(part) // 2])
         self.wfile.flush()
-        self.note(status)
         self.close_connection = True
         self.connection.shutdown(2)
 
