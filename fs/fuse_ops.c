@@ -676,10 +676,13 @@ static void dv_init(void *userdata, struct fuse_conn_info *conn)
 	why = negotiate_read_path(fs, conn);
 	__atomic_store_n(&fs->read_path_why, why, __ATOMIC_RELEASE);
 	__atomic_store_n(&fs->passthrough, !why, __ATOMIC_RELEASE);
-	if (why)
+	/* A read path slower than asked for is worth a warning; a choice is not. */
+	if (!why)
+		dv_info("read path: passthrough (libfuse %s)", fuse_pkgversion());
+	else if (!fs->want_passthrough)
 		dv_info("read path: keep_cache (%s)", why);
 	else
-		dv_info("read path: passthrough (libfuse %s)", fuse_pkgversion());
+		dv_warn("read path: keep_cache (%s)", why);
 }
 
 const struct fuse_lowlevel_ops dv_fuse_ops = {
