@@ -3,7 +3,9 @@
 #   make check            unit tests, then integration tests
 #   make DEVELOPER=1      warnings are errors
 #   make SANITIZE=address,undefined check
-#   make FUSE_PREFIX=DIR  build against a private libfuse (scripts/build-libfuse.sh)
+#   make FUSE_PREFIX=DIR  build against a private libfuse (scripts/build-libfuse.sh);
+#                         default build/libfuse when it has libfuse >= 3.17
+#   make SYSTEM_FUSE=1    build against the system's libfuse
 #   make install PREFIX=/usr/local DESTDIR=
 
 PREFIX ?= /usr/local
@@ -14,6 +16,7 @@ BUILD ?= build
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
+comma := ,
 WARNINGS = -Wall -Wextra -Wstrict-prototypes -Wvla -Wwrite-strings -Wshadow \
 	-Wno-unused-parameter -Wmissing-prototypes
 CFLAGS ?= -O2 -g
@@ -28,20 +31,43 @@ ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-p
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# libfuse: the system's, or a private build (FUSE_PREFIX) for passthrough.
-# PKG_CONFIG_LIBDIR (not _PATH): never fall back to the system's fuse3.pc; the
-# prefix is made absolute so that the rpath works from any directory.
+# libfuse: by default the private libfuse >= 3.17 that scripts/setup.sh
+# builds into build/libfuse when the system's is older (passthrough read
+# path), else the system's. FUSE_PREFIX=DIR picks another private build;
+# SYSTEM_FUSE=1 or an empty FUSE_PREFIX= forces the system's.
+# PKG_CONFIG_LIBDIR (not _PATH): never fall back to the system's fuse3.pc.
+fuse_pc_dir = $(patsubst %/fuse3.pc,%,$(firstword $(wildcard $(1)/lib/*/pkgconfig/fuse3.pc \
+	$(1)/lib/pkgconfig/fuse3.pc $(1)/lib64/pkgconfig/fuse3.pc)))
+ifeq ($(SYSTEM_FUSE),1)
+override FUSE_PREFIX :=
+else ifeq ($(origin FUSE_PREFIX),undefined)
+FUSE_AUTO_PC := $(call fuse_pc_dir,$(CURDIR)/build/libfuse)
+ifneq ($(FUSE_AUTO_PC),)
+ifeq ($(shell PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_AUTO_PC) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo y),y)
+FUSE_PREFIX := $(CURDIR)/build/libfuse
+endif
+endif
+endif
 ifneq ($(FUSE_PREFIX),)
-FUSE_ABS := $(abspath $(FUSE_PREFIX))
-FUSE_PC_FILE := $(firstword $(wildcard $(FUSE_ABS)/lib/*/pkgconfig/fuse3.pc $(FUSE_ABS)/lib/pkgconfig/fuse3.pc $(FUSE_ABS)/lib64/pkgconfig/fuse3.pc))
-ifeq ($(FUSE_PC_FILE),)
+FUSE_PC_DIR := $(call fuse_pc_dir,$(abspath $(FUSE_PREFIX)))
+ifeq ($(FUSE_PC_DIR),)
 $(error FUSE_PREFIX=$(FUSE_PREFIX) has no fuse3.pc; run scripts/build-libfuse.sh $(FUSE_PREFIX))
 endif
-FUSE_PC = PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(patsubst %/fuse3.pc,%,$(FUSE_PC_FILE))
-FUSE_RPATH = -Wl,-rpath,$(shell $(FUSE_PC) $(PKG_CONFIG) --variable=libdir fuse3)
+FUSE_PC = PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_PC_DIR)
+FUSE_LIBDIR := $(shell $(FUSE_PC) $(PKG_CONFIG) --variable=libdir fuse3)
 endif
 FUSE_CFLAGS := $(shell $(FUSE_PC) $(PKG_CONFIG) --cflags fuse3)
-FUSE_LIBS := $(shell $(FUSE_PC) $(PKG_CONFIG) --libs fuse3) $(FUSE_RPATH)
+# A private libfuse is linked statically (scripts/build-libfuse.sh builds
+# only the archive): the installed datavofs is whole, and nothing else on
+# the machine ever loads that libfuse. An older shared-only private build
+# is found through an rpath into its prefix.
+ifneq ($(wildcard $(FUSE_LIBDIR)/libfuse3.a),)
+FUSE_LIBS := $(FUSE_LIBDIR)/libfuse3.a \
+	$(filter-out -lfuse3 -L%,$(shell $(FUSE_PC) $(PKG_CONFIG) --static --libs fuse3))
+else
+FUSE_LIBS := $(shell $(FUSE_PC) $(PKG_CONFIG) --libs fuse3) \
+	$(if $(FUSE_LIBDIR),-Wl$(comma)-rpath$(comma)$(FUSE_LIBDIR))
+endif
 # The passthrough API needs FUSE_USE_VERSION 317; older libfuse gets 312.
 FUSE_API := $(shell $(FUSE_PC) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo 317 || echo 312)
 FUSE_CFLAGS += -DFUSE_USE_VERSION=$(FUSE_API)
@@ -81,6 +107,14 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
 
+# Which libfuse the FUSE objects were built for (as git's GIT-CFLAGS): a
+# switch between the system's and the private one rebuilds them.
+FUSE_STAMP = $(BUILD)/fuse-flags
+$(FUSE_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(FUSE_CFLAGS) $(FUSE_LIBS)' | cmp -s - $@ || echo '$(FUSE_CFLAGS) $(FUSE_LIBS)' >$@
+
+$(FUSE_OBJS): $(FUSE_STAMP)
 $(FUSE_OBJS): $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
@@ -97,8 +131,8 @@ $(LIBFS): $(FS_CORE_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/datavofs: $(FUSE_OBJS) $(LIBFS) $(LIBDV)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(DAEMON_LIBS) $(LIB_LIBS)
+$(BUILD)/datavofs: $(FUSE_OBJS) $(LIBFS) $(LIBDV) $(FUSE_STAMP)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(FUSE_LIBS) $(DAEMON_LIBS) $(LIB_LIBS)
 
 $(BUILD)/datavoctl: $(CTL_OBJS) $(LIBFS) $(LIBDV)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -139,7 +173,7 @@ install: all
 clean:
 	@[ ! -d $(BUILD) ] || find $(BUILD) -mindepth 1 -maxdepth 1 ! -name 'libfuse*' -exec rm -rf {} +
 
-.PHONY: all unit integration check bench install clean
+.PHONY: all unit integration check bench install clean FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

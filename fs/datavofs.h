@@ -30,8 +30,9 @@ struct dv_fs {
 	struct dv_namespace *ns;
 	struct dv_fetcher fetcher;
 	double entry_timeout;    /* seconds the kernel may cache names */
-	bool passthrough;        /* granted by the kernel at init */
+	bool passthrough;        /* atomic: granted at init, until refused */
 	bool want_passthrough;   /* asked for (-o passthrough, default on) */
+	const char *read_path_why; /* atomic: why keep_cache, NULL on passthrough */
 	struct fuse_session *se; /* for notifications (cache_push.h) */
 	bool cache_suspect;      /* atomic: unverified pages may be cached */
 	uint64_t open_files;     /* atomic */

@@ -4,7 +4,9 @@
  *
  * Read path: when the kernel grants passthrough (libfuse >= 3.17 and
  * CAP_SYS_ADMIN), an open hands the kernel the tier file and reads never
- * enter the daemon. Otherwise reads are spliced from the tier file with
+ * enter the daemon. dv_init decides once and says why (status, log); the
+ * kernel checks CAP_SYS_ADMIN only when a backing file is opened, so the
+ * first refusal (EPERM) switches the mount to keep_cache for good. Otherwise reads are spliced from the tier file with
  * keep_cache set: a shard's bytes never change under one inode (a new
  * revision is a new inode), so the page cache serves every later epoch,
  * and a cold open's fill pushes the bytes into it as they stream
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config/log.h"
@@ -273,14 +277,30 @@ static void open_status(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* The kernel checks CAP_SYS_ADMIN in the initial namespace, at each backing open. */
+static const char why_refused[] =
+	"the kernel refused a backing file: no CAP_SYS_ADMIN in the initial user namespace";
+
+/* After an EPERM every other open would be refused too: keep_cache from now on. */
+static void passthrough_refused(struct dv_fs *fs)
+{
+	__atomic_store_n(&fs->read_path_why, why_refused, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&fs->passthrough, false, __ATOMIC_ACQ_REL))
+		dv_warn("read path: keep_cache (%s)", why_refused);
+}
+
 static void try_passthrough(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 			    struct handle *hd, struct fuse_file_info *fi)
 {
 	int id;
 
-	if (!fs->passthrough || hd->obj.fd < 0)
+	if (!__atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) || hd->obj.fd < 0)
 		return;
 	id = dv_inode_backing(req, ino, hd->obj.fd);
+	if (id == -EPERM) {
+		passthrough_refused(fs);
+		return;
+	}
 	if (id < 0) {
 		dv_warn("passthrough refused for %s (%s); reading through the daemon",
 			hd->obj.path, strerror(-id));
@@ -347,7 +367,8 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ref.label = label;
 	/* A fill pushes its bytes into a page cache nobody is reading. */
 	dv_push_begin(&push, fs->se, ino);
-	if (!fs->passthrough && fs->se && !cache_suspect(fs) &&
+	if (!__atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) && fs->se &&
+	    !cache_suspect(fs) &&
 	    dv_inode_opens(ino) == 0)
 		ref.tap = &push.tap;
 	ret = dv_hierarchy_get_or_fetch(fs->hier, &ref, &fs->fetcher, &hd->obj);
@@ -599,20 +620,65 @@ static bool want_flag(struct fuse_conn_info *conn, uint64_t flag)
 #endif
 }
 
+#ifdef FUSE_CAP_PASSTHROUGH
+/*
+ * Whether this process holds CAP_SYS_ADMIN, which the kernel wants for a
+ * backing file. When capget fails, says yes and lets the kernel decide.
+ */
+static bool have_cap_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return true;
+	return data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &
+	       CAP_TO_MASK(CAP_SYS_ADMIN);
+}
+#endif
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* NULL when passthrough is granted, else why not (for people: status, log). */
+static const char *negotiate_read_path(struct dv_fs *fs,
+				       struct fuse_conn_info *conn)
+{
+#ifdef FUSE_CAP_PASSTHROUGH
+	if (!fs->want_passthrough)
+		return "-o no_passthrough";
+	if (!have_cap_sys_admin())
+		return "no CAP_SYS_ADMIN";
+	if (!want_flag(conn, FUSE_CAP_PASSTHROUGH))
+		return "the kernel offers no passthrough (Linux >= 6.9 with CONFIG_FUSE_PASSTHROUGH has it)";
+	return NULL;
+#else
+	return "libfuse " STR(FUSE_MAJOR_VERSION) "." STR(FUSE_MINOR_VERSION)
+	       " has no passthrough";
+#endif
+}
+
 static void dv_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dv_fs *fs = userdata;
+	const char *why;
 
 	conn->max_readahead = UINT_MAX; /* the kernel caps it */
 	if (want_flag(conn, FUSE_CAP_SPLICE_WRITE))
 		want_flag(conn, FUSE_CAP_SPLICE_MOVE);
 	want_flag(conn, FUSE_CAP_ASYNC_READ);
-#ifdef FUSE_CAP_PASSTHROUGH
-	if (fs->want_passthrough)
-		fs->passthrough = want_flag(conn, FUSE_CAP_PASSTHROUGH);
-#endif
-	dv_info("read path: %s", fs->passthrough ? "kernel passthrough"
-						 : "keep_cache + splice");
+	why = negotiate_read_path(fs, conn);
+	__atomic_store_n(&fs->read_path_why, why, __ATOMIC_RELEASE);
+	__atomic_store_n(&fs->passthrough, !why, __ATOMIC_RELEASE);
+	/* A read path slower than asked for is worth a warning; a choice is not. */
+	if (!why)
+		dv_info("read path: passthrough (libfuse %s)", fuse_pkgversion());
+	else if (!fs->want_passthrough)
+		dv_info("read path: keep_cache (%s)", why);
+	else
+		dv_warn("read path: keep_cache (%s)", why);
 }
 
 const struct fuse_lowlevel_ops dv_fuse_ops = {

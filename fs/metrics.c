@@ -234,7 +234,9 @@ static void global_metrics(struct dv_text *t, struct dv_fs *fs,
 {
 	family(t, "datavofs_info", "gauge", "Version and read path (value 1).");
 	dv_text_printf(t, "datavofs_info{version=\"%s\",read_path=\"%s\",verify=\"%s\"} 1\n",
-		       DV_VERSION, fs->passthrough ? "passthrough" : "keep_cache",
+		       DV_VERSION,
+		       __atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) ?
+			       "passthrough" : "keep_cache",
 		       dv_verify_mode_name(fs->cfg->verify));
 	family(t, "datavofs_start_time_seconds", "gauge",
 	       "When the daemon started, seconds since the epoch.");

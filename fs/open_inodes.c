@@ -65,11 +65,19 @@ out:
 }
 
 #ifdef FUSE_CAP_PASSTHROUGH
+/*
+ * libfuse returns 0 on failure and leaves the ioctl's errno: EPERM says the
+ * kernel wants CAP_SYS_ADMIN, which fuse_ops.c tells from other errors.
+ */
 static int backing_open(fuse_req_t req, int fd)
 {
-	int id = fuse_passthrough_open(req, fd);
+	int id;
 
-	return id > 0 ? id : id < 0 ? id : -EIO;
+	errno = 0;
+	id = fuse_passthrough_open(req, fd);
+	if (id > 0)
+		return id;
+	return id < 0 ? id : errno ? -errno : -EIO;
 }
 
 static void backing_close(fuse_req_t req, int id)

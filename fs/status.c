@@ -77,6 +77,17 @@ static void put_errors(struct dv_text *o, struct dv_fs *fs,
 		       s->ns.rejected_manifests);
 }
 
+/* "read_path" and, when it is not passthrough, "read_path_reason": why. */
+static void put_read_path(struct dv_text *o, struct dv_fs *fs)
+{
+	bool pt = __atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE);
+	const char *why = __atomic_load_n(&fs->read_path_why, __ATOMIC_ACQUIRE);
+
+	dv_text_printf(o, ",\n  \"read_path\": \"%s\",\n  \"read_path_reason\": ",
+		       pt ? "passthrough" : "keep_cache");
+	dv_text_json_str(o, pt ? NULL : why);
+}
+
 char *dv_status_json(struct dv_fs *fs, size_t *len)
 {
 	struct dv_text o = { 0 };
@@ -91,8 +102,8 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 	dv_text_json_str(&o, fs->cfg->path);
 	dv_text_printf(&o, ",\n  \"config_source\": ");
 	dv_text_json_str(&o, dv_config_source_name(fs->cfg->source));
-	dv_text_printf(&o, ",\n  \"read_path\": \"%s\",\n  \"verify\": ",
-		       fs->passthrough ? "passthrough" : "keep_cache");
+	put_read_path(&o, fs);
+	dv_text_printf(&o, ",\n  \"verify\": ");
 	dv_text_json_str(&o, dv_verify_mode_name(fs->cfg->verify));
 	dv_text_printf(&o, ",\n  \"metrics\": ");
 	dv_text_json_str(&o, fs->metrics ? dv_metrics_address(fs->metrics) :

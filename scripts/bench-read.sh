@@ -4,11 +4,18 @@
 #               fetched from nginx, verified, installed) vs `curl` downloading
 #               the same shards into the same filesystem;
 #   warm epochs GB/s reading them again through the mount vs reading the
-#               tier files directly (dd bs=1M, both from the page cache).
+#               tier files directly (dd bs=1M, both from the page cache);
+#   restart     the first epoch after a daemon restart: unmounted, mounted
+#               again on the same warm tier, every shard read once through
+#               the new mount vs the tier files directly, in the same state
+#               (the page cache may hold the tier files, but not the new
+#               mount's own pages: keep_cache reads then enter the daemon).
 #
 # usage: scripts/bench-read.sh [TOTAL_MIB] [SHARDS]     (default 1024 MiB in 8)
 # DV_BENCH_ROUNDS (default 6) rounds; the last line gives the median ratios.
-# DATAVOFS=build-pt/datavofs runs the passthrough build. Never a pass/fail
+# DATAVOFS=build-sys/datavofs runs the system-libfuse (keep_cache) build
+# (make SYSTEM_FUSE=1 BUILD=build-sys); the default build/ is the one the
+# README's commands give, passthrough where it can be. Never a pass/fail
 # test: the machine is shared and noisy; it prints figures and ratios.
 #
 # Before each side the benchmark touches and frees 3 x TOTAL_MIB of memory,
@@ -123,13 +130,30 @@ for r in $(seq 1 "$rounds"); do
 			"($([ $((r % 2)) = 1 ] && echo mount || echo direct) read first)"
 		note "warm$epoch" "$(ratio "$warm" "$dir")"
 	done
-	path=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_path"])' "$mnt/.datavo/status")
+	path=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["read_path"] + (" (%s)" % d["read_path_reason"] if d.get("read_path_reason") else ""))' "$mnt/.datavo/status")
 	echo "round $r read path: $path"
+
+	# The first epoch after a daemon restart, on the same tier: the
+	# sides take turns at going first, as in the warm epochs.
+	dv_umount "$mnt" >/dev/null
+	dv_mount "$NGINX_URL" "$mnt" "config=$cfg" >/dev/null || bail "remount"
+	ls -l "$mnt/bench/data" >/dev/null # names and sizes, before the clock
+	for side in $([ $((r % 2)) = 1 ] && echo mount direct || echo direct mount); do
+		if [ "$side" = mount ]; then set -- "${files[@]}"; else set -- "${direct[@]}"; fi
+		t0=$(now)
+		read_all "$@"
+		t1=$(now)
+		if [ "$side" = mount ]; then warm=$(gbps $bytes "$t0" "$t1"); else dir=$(gbps $bytes "$t0" "$t1"); fi
+	done
+	echo "round $r first epoch after a restart: mount $warm GB/s, direct $dir GB/s, ratio $(ratio "$warm" "$dir")" \
+		"($([ $((r % 2)) = 1 ] && echo mount || echo direct) read first)"
+	note restart "$(ratio "$warm" "$dir")"
 	dv_umount "$mnt" >/dev/null
 	rm -rf "$tier"
 done
 echo "median ratios ($path): cold $(median "${ratios[cold]}") (until on disk $(median "${ratios[cold_disk]}"))," \
-	"warm epoch 2 $(pair_median "${ratios[warm2]}"), warm epoch 3 $(pair_median "${ratios[warm3]}")" \
-	"(warm: over pairs of rounds, one with each side reading first)"
+	"warm epoch 2 $(pair_median "${ratios[warm2]}"), warm epoch 3 $(pair_median "${ratios[warm3]}")," \
+	"first epoch after a restart $(pair_median "${ratios[restart]}")" \
+	"(warm and restart: over pairs of rounds, one with each side reading first)"
 pass "benchmark ran"
 summary >/dev/null

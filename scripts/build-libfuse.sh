@@ -2,15 +2,19 @@
 # Builds libfuse >= 3.17 (the FUSE passthrough API: fuse_passthrough_open,
 # fi->backing_id, FUSE_CAP_PASSTHROUGH) into a private prefix, from the `fuse3`
 # source package of Debian's next release (trixie), so that datavofs can be built
-# with passthrough on a Debian 12 machine whose own libfuse3 is 3.14:
+# with passthrough on a Debian 12 machine whose own libfuse3 is 3.14.
+# scripts/setup.sh runs it when the system's libfuse is older than 3.17, and
+# a plain `make` then builds against it:
 #
 #   scripts/build-libfuse.sh [PREFIX]        default: <repo>/build/libfuse
-#   make FUSE_PREFIX=$PWD/build/libfuse BUILD=build-pt
+#   make                                     (or make FUSE_PREFIX=PREFIX)
 #
-# Only the shared library, its headers and fuse3.pc are built and installed:
-# no helper programs, no examples, no tests, nothing outside PREFIX (no udev
-# rules, no init script, no setuid fusermount3; the library falls back to the
-# system's fusermount3 on PATH when it needs one).
+# Only the static library, its headers and fuse3.pc are built and installed:
+# datavofs links the archive in, so the installed daemon needs nothing from
+# PREFIX and no other program on the machine loads this libfuse. No helper
+# programs, no examples, no tests, nothing outside PREFIX (no udev rules, no
+# init script, no setuid fusermount3; the library falls back to the system's
+# fusermount3 on PATH when it needs one).
 #
 # Where the sources come from: the machine's own apt configuration names the
 # Debian mirror (the first main-archive entry, never the security archive).
@@ -19,7 +23,10 @@
 # Sources index from it, checks the Sources index, and takes the sha256 of every
 # fuse3 source file from the index. Nothing unverified is unpacked.
 #
-# Idempotent: exits at once when PREFIX already holds libfuse3 >= LIBFUSE_MIN.
+# Idempotent: exits at once when PREFIX already holds libfuse3.a >= LIBFUSE_MIN.
+# When meson, ninja or gpgv are missing it installs them with apt-get, waiting
+# (up to LIBFUSE_APT_WAIT seconds, default 600) for another apt or dpkg run
+# to let go of its lock instead of failing.
 # Downloads are cached (and re-verified) under the cache directory.
 #
 # Environment (all optional):
@@ -61,7 +68,7 @@ installed_version() {
 	PKG_CONFIG_LIBDIR=$dirs PKG_CONFIG_PATH='' pkg-config --atleast-version="$min_version" fuse3 || return 1
 	local libdir
 	libdir=$(PKG_CONFIG_LIBDIR=$dirs PKG_CONFIG_PATH='' pkg-config --variable=libdir fuse3)
-	[ -e "$libdir/libfuse3.so" ] || return 1
+	[ -e "$libdir/libfuse3.a" ] || return 1
 	PKG_CONFIG_LIBDIR=$dirs PKG_CONFIG_PATH='' pkg-config --modversion fuse3
 }
 
@@ -75,6 +82,29 @@ fi
 declare -A tool_pkg=([meson]=meson [ninja]=ninja-build [dpkg-source]=dpkg-dev
 	[pkg-config]=pkg-config [cc]=build-essential [gpgv]=gpgv [xz]=xz-utils
 	[curl]=curl)
+# apt_wait: returns once no process holds apt's or dpkg's lock (as /proc/locks
+# shows: looking takes no lock), or after apt_wait_max seconds. apt-get's own
+# DPkg::Lock::Timeout covers the dpkg lock, not the lists lock of an update.
+apt_wait_max=${LIBFUSE_APT_WAIT:-600}
+apt_locks_held() {
+	local f ino
+	for f in /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock \
+		/var/cache/apt/archives/lock; do
+		ino=$(stat -c %i "$f" 2>/dev/null) || continue
+		grep -qE ":$ino( |\$)" /proc/locks 2>/dev/null && return 0
+	done
+	return 1
+}
+apt_wait() {
+	local waited=0
+	while apt_locks_held; do
+		[ "$waited" -ge "$apt_wait_max" ] && { log "apt is still busy after $waited s; trying anyway"; return 0; }
+		[ "$waited" -eq 0 ] && log "waiting for another apt or dpkg run to finish (up to $apt_wait_max s)"
+		sleep 5
+		waited=$((waited + 5))
+	done
+}
+
 missing=()
 for t in "${!tool_pkg[@]}"; do
 	command -v "$t" >/dev/null 2>&1 || missing+=("${tool_pkg[$t]}")
@@ -84,8 +114,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	export DEBIAN_FRONTEND=noninteractive
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_wait
+	$sudo apt-get -o DPkg::Lock::Timeout="$apt_wait_max" update -qq
+	apt_wait
+	$sudo apt-get -o DPkg::Lock::Timeout="$apt_wait_max" install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
 fi
 [ -r "$keyring" ] || die "no keyring at $keyring (apt-get install debian-archive-keyring, or set LIBFUSE_KEYRING)"
 
@@ -349,7 +382,7 @@ log "unpacked into $src (with Debian's patches)"
 meson_opts=(
 	--prefix "$prefix"
 	--buildtype release
-	-Ddefault_library=shared
+	-Ddefault_library=static
 	-Dexamples=false
 	-Dutils=false
 	-Dtests=false
@@ -365,7 +398,7 @@ ninja -C "$obj" >>"$cache/build.log" 2>&1 ||
 meson install -C "$obj" --no-rebuild >>"$cache/build.log" 2>&1 ||
 	{ tail -40 "$cache/build.log" >&2; die "install failed (log: $cache/build.log)"; }
 
-v=$(installed_version) || die "installed, but no usable fuse3.pc >= $min_version under $prefix"
+v=$(installed_version) || die "installed, but no libfuse3.a with a fuse3.pc >= $min_version under $prefix"
 # Keep only the verified downloads (and the logs); dpkg-source -x also leaves
 # a copy of the orig tarball next to the tree it unpacked.
 rm -rf "$src" "$obj"
@@ -374,4 +407,8 @@ for f in "${files[@]}"; do
 	rm -f "${cache:?}/$name"
 done
 log "installed libfuse $v into $prefix"
-log "build datavofs with: make FUSE_PREFIX=$prefix BUILD=build-pt"
+if [ "$prefix" = "$root/build/libfuse" ]; then
+	log "make builds datavofs against it (passthrough read path)"
+else
+	log "build datavofs with: make FUSE_PREFIX=$prefix"
+fi

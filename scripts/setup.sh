@@ -46,6 +46,18 @@ else
 	echo "setup: all packages present"
 fi
 
+# The passthrough read path needs libfuse >= 3.17. Where the system's is
+# older (Debian 12: 3.14), build it from Debian's own verified sources into
+# build/libfuse, which a plain `make` then links (statically). SYSTEM_FUSE=1
+# skips it. A failure is not fatal: make falls back to the system's libfuse.
+if [ "${SYSTEM_FUSE:-0}" != 1 ] && ! pkg-config --atleast-version=3.17 fuse3 2>/dev/null; then
+	echo "setup: the system's libfuse is $(pkg-config --modversion fuse3 2>/dev/null || echo missing); building libfuse 3.17 for the passthrough read path"
+	if ! "$(dirname "$0")/build-libfuse.sh"; then
+		echo "setup: warning: no libfuse 3.17 (see above); make will use the system's libfuse and the keep_cache read path" >&2
+		echo "setup: (on Ubuntu: apt-get install debian-archive-keyring, then LIBFUSE_MIRROR=http://deb.debian.org/debian scripts/setup.sh)" >&2
+	fi
+fi
+
 # npm_pinned PACKAGE VERSION DIR NEEDED_BY: installs PACKAGE@VERSION into
 # build-deps/DIR (which git ignores) unless that version is there: into a
 # temporary directory first, renamed at the end, so it is whole or absent.

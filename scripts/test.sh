@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The test command of datavofs (README): builds and runs every test.
 #
-#   1. make DEVELOPER=1, the README's first command (scripts/demo.sh, run to
-#      the end and unmounted), unit tests (Check) and integration tests
-#      (real FUSE mounts against nginx) built against the system libfuse,
-#      whose read path is keep_cache + splice;
-#   2. the same built against libfuse 3.17 (scripts/build-libfuse.sh), whose
-#      read path is kernel passthrough;
+#   1. make DEVELOPER=1 (the default build: against libfuse 3.17, built by
+#      scripts/build-libfuse.sh when the system's is older, whose read path
+#      is kernel passthrough), the README's first command (scripts/demo.sh,
+#      run to the end and unmounted), unit tests (Check) and integration
+#      tests (real FUSE mounts against nginx);
+#   2. the integration tests again built against the system libfuse
+#      (make SYSTEM_FUSE=1 BUILD=build-sys), whose read path on Debian 12
+#      (libfuse 3.14) is keep_cache + splice;
 #   3. unit and integration tests again under SANITIZE=address,undefined;
 #   4. reliability: the fault matrix (default build and sanitizers), the
 #      valgrind smoke test, 60 s of each fuzz target, a 2-minute soak, the
@@ -35,18 +37,21 @@ step() {
 	fi
 }
 
-step "build (system libfuse)" make -j"$jobs" DEVELOPER=1
+if ! pkg-config --atleast-version=3.17 fuse3 2>/dev/null; then
+	step "build libfuse 3.17 (scripts/build-libfuse.sh)" scripts/build-libfuse.sh
+fi
+step "build (default: passthrough)" make -j"$jobs" DEVELOPER=1
 demo_dir=$(mktemp -d "${TMPDIR:-/tmp}/datavo-demo.XXXXXX")
 step "the first command (scripts/demo.sh)" env DATAVO_DEMO_DIR="$demo_dir" scripts/demo.sh --unmount
 rm -rf "$demo_dir"
 step "unit tests" make DEVELOPER=1 unit
-step "integration tests (keep_cache read path)" make DEVELOPER=1 integration
+step "integration tests (default build: $(build/datavofs --version 2>/dev/null | sed 's/^datavofs [^ ]* //'))" \
+	make DEVELOPER=1 integration
 
 if [ "${DV_TEST_QUICK:-0}" != 1 ]; then
-	step "build libfuse 3.17" scripts/build-libfuse.sh
-	step "build (libfuse 3.17)" make -j"$jobs" DEVELOPER=1 BUILD=build-pt FUSE_PREFIX=build/libfuse
-	step "integration tests (passthrough read path)" \
-		make DEVELOPER=1 BUILD=build-pt FUSE_PREFIX=build/libfuse integration
+	step "build (system libfuse)" make -j"$jobs" DEVELOPER=1 SYSTEM_FUSE=1 BUILD=build-sys
+	step "integration tests (system libfuse: $(pkg-config --modversion fuse3 2>/dev/null))" \
+		make DEVELOPER=1 SYSTEM_FUSE=1 BUILD=build-sys integration
 	step "build (address,undefined sanitizers)" \
 		make -j"$jobs" DEVELOPER=1 BUILD=build-asan SANITIZE=address,undefined
 	step "unit + integration tests under sanitizers" \

@@ -117,6 +117,11 @@ static void print_human(struct doc *doc, const char *mnt)
 	yaml_node_t *r = doc->root;
 	char a[32], b[32], c[32], up[32];
 	const char *metrics = str(doc, r, "metrics");
+	/* Older daemons have no reason; passthrough has none ("null"). */
+	const char *why = str(doc, r, "read_path_reason");
+
+	if (!strcmp(why, "-") || !strcmp(why, "null"))
+		why = NULL;
 
 	printf("datavofs %s on %s\n", str(doc, r, "version"), mnt);
 	printf("origin:   %s\n", str(doc, r, "origin"));
@@ -124,7 +129,8 @@ static void print_human(struct doc *doc, const char *mnt)
 	       strcmp(str(doc, r, "config"), "null") ? str(doc, r, "config") :
 						       "built-in default",
 	       str(doc, r, "config_source"));
-	printf("read:     %s, verify %s, up %s\n", str(doc, r, "read_path"),
+	printf("read:     %s%s%s%s, verify %s, up %s\n", str(doc, r, "read_path"),
+	       why ? " (" : "", why ? why : "", why ? ")" : "",
 	       str(doc, r, "verify"),
 	       dv_ctl_format_duration((double)num(doc, r, "uptime_seconds"), up,
 				      sizeof(up)));

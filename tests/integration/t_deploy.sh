@@ -7,7 +7,7 @@
 # binaries, the mount helper and the man pages under DESTDIR.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-dv_need groff man systemd-analyze python3 make
+dv_need groff man systemd-analyze python3 make ldd readelf
 
 deploy="$DV_ROOT/scripts/deploy"
 bindir=$(dirname "$(_dv_bin)")
@@ -30,6 +30,21 @@ done
 assert_eq "${missing:-}" "" "make install puts both binaries and the four man pages in place"
 assert_eq "$(readlink "$dest/sbin/mount.fuse.datavofs")" /usr/local/bin/datavofs \
 	"make install links the mount.fuse.datavofs helper"
+
+# The installed daemon finds its libfuse without the build tree: a private
+# libfuse (3.17 on a Debian 12 machine) is linked in, so it names no
+# libfuse3.so and no path into the build tree.
+inst="$dest/usr/local/bin/datavofs"
+assert_eq "$(ldd "$inst" | grep -c 'not found')" 0 "the installed datavofs finds every library it needs"
+assert_eq "$(readelf -d "$inst" | grep -cE "R(UN)?PATH.*$DV_ROOT")" 0 "the installed datavofs has no rpath into the build tree"
+inst_fuse=$("$inst" --version | sed -n 's/.*(libfuse \([0-9.]*\)).*/\1/p')
+sys_fuse=$(pkg-config --modversion fuse3 2>/dev/null || echo none)
+if [ "$inst_fuse" != "$sys_fuse" ]; then
+	assert_eq "$(readelf -d "$inst" | grep -c 'NEEDED.*libfuse3')" 0 \
+		"libfuse $inst_fuse (the system has $sys_fuse) is linked into the installed datavofs"
+else
+	assert_eq "$(ldd "$inst" | grep -c 'libfuse3.so')" 1 "the installed datavofs loads the system's libfuse $sys_fuse"
+fi
 
 # --- man pages ------------------------------------------------------------------
 pages=("$DV_ROOT"/man/*.[0-9])
