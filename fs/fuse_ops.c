@@ -12,6 +12,13 @@
  * and a cold open's fill pushes the bytes into it as they stream
  * (cache_push.h), so even the first epoch reads from memory.
  *
+ * Lookup counts: every entry the kernel is given (a lookup's, each
+ * readdirplus entry but "." and "..") is one reference the namespace
+ * counts before the reply goes out, and gives back if the reply fails;
+ * forget and forget_multi give them back, as do releases for opens
+ * (fuse_lowlevel.h's contract). That is how the namespace knows a pinned
+ * revision no inode of which the kernel holds any more, and may evict it.
+ *
  * Errors from the layers below are -errno; they are converted here once.
  */
 #include <errno.h>
@@ -95,7 +102,8 @@ static int get_entry(struct dv_fs *fs, uint64_t ino, struct dv_ns_entry *e)
 	return dv_ns_getattr(fs->ns, ino, e);
 }
 
-static void reply_entry(fuse_req_t req, const struct dv_ns_entry *e)
+/* 0, or -errno when the reply did not reach the kernel. */
+static int reply_entry(fuse_req_t req, const struct dv_ns_entry *e)
 {
 	struct dv_fs *fs = fs_of(req);
 	struct fuse_entry_param ep;
@@ -109,7 +117,7 @@ static void reply_entry(fuse_req_t req, const struct dv_ns_entry *e)
 	ep.attr_timeout = e->kind == DV_NS_SHARD ? 3600 : fs->entry_timeout;
 	if (e->ino < 16)
 		ep.attr_timeout = ep.entry_timeout = 0;
-	fuse_reply_entry(req, &ep);
+	return fuse_reply_entry(req, &ep);
 }
 
 static void dv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -133,12 +141,30 @@ static void dv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	dv_ns_maybe_refresh(fs->ns);
-	ret = dv_ns_lookup(fs->ns, parent, name, &e);
+	ret = dv_ns_lookup_ref(fs->ns, parent, name, &e);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	reply_entry(req, &e);
+	/* Counted before the reply: its forget may come at once. */
+	if (reply_entry(req, &e))
+		dv_ns_forget(fs->ns, e.ino, 1);
+}
+
+static void dv_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	dv_ns_forget(fs_of(req)->ns, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void dv_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct dv_fs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		dv_ns_forget(fs->ns, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
 }
 
 static void dv_getattr(fuse_req_t req, fuse_ino_t ino,
@@ -163,6 +189,8 @@ struct dir_fill {
 	size_t size, used;
 	bool plus;
 	struct dv_fs *fs;
+	uint64_t *inos;        /* plus: the namespace entries in buf */
+	size_t ninos, inos_cap;
 };
 
 static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
@@ -194,17 +222,54 @@ static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
 	return 0;
 }
 
-/* Offsets: 1 after ".", 2 after "..", then 3 + namespace position. */
+/*
+ * Offsets: 1 after ".", 2 after "..", then 3 + namespace position. With
+ * plus, each entry in the buffer is a lookup to count: room to note its
+ * inode is made first, or the entry is left for the next call.
+ */
 static int ns_fill(void *arg, const struct dv_ns_entry *e, uint64_t next_pos)
 {
-	return add_dirent(arg, e, (off_t)(next_pos + 3));
+	struct dir_fill *df = arg;
+	uint64_t *p;
+	size_t cap;
+
+	if (df->plus && df->ninos == df->inos_cap) {
+		cap = df->inos_cap ? df->inos_cap * 2 : 64;
+		p = reallocarray(df->inos, cap, sizeof(*p));
+		if (!p)
+			return 1;
+		df->inos = p;
+		df->inos_cap = cap;
+	}
+	if (add_dirent(df, e, (off_t)(next_pos + 3)))
+		return 1;
+	if (df->plus)
+		df->inos[df->ninos++] = e->ino;
+	return 0;
+}
+
+/*
+ * Sends a listing; with plus its entries are counted first (the directory
+ * listed is the kernel's, so they cannot be evicted in between), and given
+ * back when the reply did not reach the kernel.
+ */
+static void reply_listing(struct dir_fill *df)
+{
+	struct dv_namespace *ns = df->fs->ns;
+
+	for (size_t i = 0; i < df->ninos; i++)
+		dv_ns_ref(ns, df->inos[i], 1);
+	if (fuse_reply_buf(df->req, df->buf, df->used) == 0)
+		return;
+	for (size_t i = 0; i < df->ninos; i++)
+		dv_ns_forget(ns, df->inos[i], 1);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       bool plus)
 {
 	struct dv_fs *fs = fs_of(req);
-	struct dir_fill df = { req, NULL, size, 0, plus, fs };
+	struct dir_fill df = { req, NULL, size, 0, plus, fs, NULL, 0, 0 };
 	struct dv_ns_entry e;
 	int ret = 0;
 
@@ -241,7 +306,8 @@ done:
 	if (ret && df.used == 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_buf(req, df.buf, df.used);
+		reply_listing(&df);
+	free(df.inos);
 	free(df.buf);
 }
 
@@ -324,6 +390,7 @@ static bool cache_suspect(struct dv_fs *fs)
 static void open_undo(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 		      struct handle *hd)
 {
+	dv_ns_forget(fs->ns, ino, 1);
 	dv_inode_close(req, ino, hd->backing_id > 0);
 	dv_stat_add(&hd->obj.tier->stats.bytes_served, -hd->obj.size);
 	dv_object_release(&hd->obj);
@@ -386,6 +453,8 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	dv_stat_add(&fs->open_files, 1);
+	/* An open handle holds its pinned revision too (the kernel's inode does). */
+	dv_ns_ref(fs->ns, ino, 1);
 	/*
 	 * Bytes served are counted per open, the shard's size: with
 	 * passthrough and keep_cache most reads never reach the daemon, so
@@ -464,6 +533,7 @@ static void dv_release(fuse_req_t req, fuse_ino_t ino,
 		dv_inode_close(req, ino, hd->backing_id > 0);
 		dv_object_release(&hd->obj);
 		dv_stat_add(&fs_of(req)->open_files, (uint64_t)-1);
+		dv_ns_forget(fs_of(req)->ns, ino, 1);
 	}
 	free(hd);
 	fuse_reply_err(req, 0);
@@ -684,6 +754,8 @@ static void dv_init(void *userdata, struct fuse_conn_info *conn)
 const struct fuse_lowlevel_ops dv_fuse_ops = {
 	.init = dv_init,
 	.lookup = dv_lookup,
+	.forget = dv_forget,
+	.forget_multi = dv_forget_multi,
 	.getattr = dv_getattr,
 	.readdir = dv_readdir,
 	.readdirplus = dv_readdirplus,

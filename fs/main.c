@@ -250,7 +250,7 @@ static void warn_config(void *arg, const char *msg)
 
 static int setup_fs(struct cli *cli, struct dv_fs *fs)
 {
-	struct dv_ns_options nso;
+	struct dv_ns_options nso = { 0 };
 	char err[1024];
 	const char *origin;
 	char *state;

@@ -281,6 +281,12 @@ static void global_metrics(struct dv_text *t, struct dv_fs *fs,
 	family(t, "datavofs_manifest_refreshes_total", "counter",
 	       "Refreshes of the namespace from the origin.");
 	sample(t, "datavofs_manifest_refreshes_total", s->ns.refreshes);
+	family(t, "datavofs_pins_loaded", "gauge",
+	       "Pinned revisions (dataset@N) whose manifests are in memory.");
+	sample(t, "datavofs_pins_loaded", s->ns.pins_loaded);
+	family(t, "datavofs_pin_evictions_total", "counter",
+	       "Pinned revisions evicted: no inode of theirs referenced, beyond the kept ones.");
+	sample(t, "datavofs_pin_evictions_total", s->ns.pins_evicted);
 }
 
 char *dv_metrics_text(struct dv_fs *fs, size_t *len)

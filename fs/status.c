@@ -112,6 +112,11 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 		       (uint64_t)time(NULL) - fs->started);
 	dv_text_printf(&o, "  \"datasets\": %" PRIu64 ",\n  \"shards\": %" PRIu64
 			   ",\n", s.ns.datasets, s.ns.shards);
+	dv_text_printf(&o, "  \"pins_loaded\": %" PRIu64
+			   ",\n  \"pins_referenced\": %" PRIu64
+			   ",\n  \"pins_evicted\": %" PRIu64 ",\n",
+		       s.ns.pins_loaded, s.ns.pins_referenced,
+		       s.ns.pins_evicted);
 	dv_text_printf(&o, "  \"tiers\": [\n");
 	for (size_t i = 0; i < n; i++)
 		put_tier(&o, dv_hierarchy_tier(fs->hier, i), i + 1 == n);

@@ -6,10 +6,12 @@
  *     subdirectories and its dataset's manifest. Immutable; a refresh builds
  *     a whole new one off-lock and swaps it in under the write lock (B7).
  *   - a manifest version (struct dsver): one accepted manifest, the inode
- *     of each shard. Kept until dv_ns_free(), so every shard inode ever
- *     handed out still answers getattr after a refresh replaced it.
+ *     of each shard. A dataset's is kept until dv_ns_free(), so every shard
+ *     inode ever handed out still answers getattr after a refresh replaced
+ *     it; a pin's while the kernel references one of its inodes, and then
+ *     among the last pins_kept used (ns_refs.c).
  *   - a directory identity (struct dirinfo): path, inode, and where it is
- *     in the current tree. Also kept for the life of the namespace.
+ *     in the current tree. Kept for the life of the namespace.
  * Readers hold the read lock, and only commits take the write lock, for
  * pointer swaps and inode table inserts: no I/O ever happens under it.
  *
@@ -568,8 +570,9 @@ bool dv_ns_dataset_listed(const struct dv_namespace *ns, const char *dataset)
 
 /* ---- the API ---- */
 
-int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
-		 struct dv_ns_entry *out)
+/* dv_ns_lookup(), counting a reference to what it found with @ref. */
+static int lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
+		  struct dv_ns_entry *out, bool ref)
 {
 	struct dirinfo *d = NULL;
 	struct dir *dir, **sub;
@@ -594,11 +597,25 @@ int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
 		else
 			ret = shard_lookup(dir->ds, name, out);
 	}
+	if (ret == 0 && ref)
+		dv_ns_ref_locked(ns, out->ino, 1);
 	pthread_rwlock_unlock(&ns->lock);
 	/* A dirinfo outlives the lock: it is freed with the namespace. */
 	if (ret == -ENOENT && d && !in_pin && strchr(name, '@'))
-		ret = dv_ns_pin_lookup(ns, d, name, out);
+		ret = dv_ns_pin_lookup(ns, d, name, out, ref);
 	return ret;
+}
+
+int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
+		 struct dv_ns_entry *out)
+{
+	return lookup(ns, parent, name, out, false);
+}
+
+int dv_ns_lookup_ref(struct dv_namespace *ns, uint64_t parent,
+		     const char *name, struct dv_ns_entry *out)
+{
+	return lookup(ns, parent, name, out, true);
 }
 
 int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
@@ -686,6 +703,11 @@ void dv_ns_stats(struct dv_namespace *ns, struct dv_ns_stats *out)
 					      __ATOMIC_RELAXED);
 	out->rejected_manifests = __atomic_load_n(&ns->rejected,
 						  __ATOMIC_RELAXED);
+	out->pins_loaded = __atomic_load_n(&ns->pins_loaded, __ATOMIC_RELAXED);
+	out->pins_referenced = __atomic_load_n(&ns->pins_held,
+					       __ATOMIC_RELAXED);
+	out->pins_evicted = __atomic_load_n(&ns->pins_evicted,
+					    __ATOMIC_RELAXED);
 }
 
 /* The root directory, inode 1, before any tree. */
@@ -704,6 +726,7 @@ static int ns_init(struct dv_namespace *ns, const struct dv_ns_options *opt)
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&ns->refresh_mutex, NULL);
 	dv_ns_pins_init(ns);
+	dv_ns_refs_init(ns, opt->pins_kept);
 	ret = dv_ns_inodes_init(ns);
 	if (ret)
 		return ret;
@@ -762,5 +785,6 @@ void dv_ns_free(struct dv_namespace *ns)
 	pthread_rwlock_destroy(&ns->lock);
 	pthread_mutex_destroy(&ns->refresh_mutex);
 	dv_ns_pins_release(ns);
+	dv_ns_refs_release(ns);
 	free(ns);
 }

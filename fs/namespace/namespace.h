@@ -9,11 +9,15 @@
  * Inode numbers are stable across remounts: a directory's is derived from
  * its path, a shard's from its path and content hash, so a new revision of
  * a shard gets a new inode (and a fresh page cache), while an inode handed
- * to the kernel stays valid for the life of the mount.
+ * to the kernel stays valid for as long as the kernel holds it.
  *
  * `<dataset>@<N>` (e.g. "train@1" inside "demo") pins revision N, read from
- * revisions/<N>.json on first lookup. The tree never fetches shard payload.
- * All functions are thread-safe.
+ * revisions/<N>.json on first lookup. A pinned revision stays loaded while
+ * the kernel references one of its inodes (FUSE lookup counts, open
+ * handles: dv_ns_lookup_ref(), dv_ns_ref(), dv_ns_forget()); of the others
+ * the namespace keeps the pins_kept used last, and a later lookup loads an
+ * evicted one again (disk cache first) under the same inode numbers.
+ * The tree never fetches shard payload. All functions are thread-safe.
  */
 #ifndef DV_NAMESPACE_H
 #define DV_NAMESPACE_H
@@ -33,6 +37,9 @@ struct dv_manifest;
  * front may use 2 .. DV_NS_FIRST_INO - 1 for its own files (.datavo/).
  */
 #define DV_NS_FIRST_INO 16
+
+/* Unreferenced pinned revisions kept loaded by default (LRU). */
+#define DV_NS_PINS_KEPT 64
 
 enum dv_ns_kind { DV_NS_DIR, DV_NS_SHARD };
 
@@ -58,6 +65,9 @@ struct dv_ns_options {
 				       NULL: no disk cache */
 	unsigned ttl;               /* seconds between refreshes; 0: every
 				       dv_ns_maybe_refresh() refreshes */
+	unsigned pins_kept;         /* pinned revisions kept loaded that no
+				       inode reference holds (the ones used
+				       last); 0: DV_NS_PINS_KEPT */
 };
 
 /*
@@ -85,7 +95,39 @@ void dv_ns_maybe_refresh(struct dv_namespace *ns);
 int dv_ns_lookup(struct dv_namespace *ns, uint64_t parent, const char *name,
 		 struct dv_ns_entry *out);
 
-/* Any inode ever handed out in this mount. 0 or -ENOENT. */
+/*
+ * Kernel references to inodes: what keeps a pinned revision loaded. FUSE
+ * counts one per entry replied (lookup, each readdirplus entry but "." and
+ * ".."), the kernel gives them back with forget; an open handle is one
+ * more. Only a pin's inodes are counted (every other version stays for the
+ * life of the namespace); other inodes are accepted and ignored.
+ *
+ * dv_ns_lookup_ref() is dv_ns_lookup() that, on success, counts one
+ * reference to out->ino in the same step: no eviction can come between.
+ */
+int dv_ns_lookup_ref(struct dv_namespace *ns, uint64_t parent,
+		     const char *name, struct dv_ns_entry *out);
+
+/*
+ * Counts @n more references to @ino. The caller must know @ino to be
+ * loaded: it holds a reference to it, or listed it just now in a directory
+ * it holds a reference to (readdirplus, whose directory the kernel holds).
+ */
+void dv_ns_ref(struct dv_namespace *ns, uint64_t ino, uint64_t n);
+
+/*
+ * Gives back @n references to @ino (FUSE forget, a release). A pinned
+ * revision left with none joins the kept ones; the one used least long
+ * ago beyond pins_kept is evicted (its inodes answer -ENOENT until a
+ * lookup loads it again). More than were counted is clamped, with one
+ * warning per namespace.
+ */
+void dv_ns_forget(struct dv_namespace *ns, uint64_t ino, uint64_t n);
+
+/*
+ * Any inode handed out in this mount, but those of a pinned revision
+ * evicted (which no reference held). 0 or -ENOENT.
+ */
 int dv_ns_getattr(struct dv_namespace *ns, uint64_t ino,
 		  struct dv_ns_entry *out);
 
@@ -100,13 +142,16 @@ typedef int (*dv_ns_fill_fn)(void *arg, const struct dv_ns_entry *e,
 int dv_ns_readdir(struct dv_namespace *ns, uint64_t ino, uint64_t pos,
 		  dv_ns_fill_fn fn, void *arg);
 
-/* Counters for status: datasets, shards, bad manifests refused. */
+/* Counters for status: datasets, shards, bad manifests refused, pins. */
 struct dv_ns_stats {
 	uint64_t datasets;
 	uint64_t shards;
 	uint64_t refreshes;
 	uint64_t refresh_errors;
 	uint64_t rejected_manifests;
+	uint64_t pins_loaded;     /* pinned revisions in memory now */
+	uint64_t pins_referenced; /* of which inode references hold */
+	uint64_t pins_evicted;    /* since the namespace was made */
 };
 void dv_ns_stats(struct dv_namespace *ns, struct dv_ns_stats *out);
 

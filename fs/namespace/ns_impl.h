@@ -3,10 +3,13 @@
  *   namespace.c  the tree: building, refreshing, lookup, readdir, the API;
  *   ns_inodes.c  stable inode numbers, the inode table, manifest versions;
  *   ns_cache.c   documents, from the on-disk cache or the origin;
- *   ns_pins.c    pins (<dataset>@<N>): loads, and misses remembered.
+ *   ns_pins.c    pins (<dataset>@<N>): loads, and misses remembered;
+ *   ns_refs.c    kernel references to a pin's inodes, and the LRU of the
+ *                pins no reference holds (eviction).
  * Private to the namespace: nothing else includes this header.
  *
  * Locking: "under the write lock" / "under the read lock" mean ns->lock.
+ * ns->ref_mutex (ns_refs.c) is taken inside either, never the other way.
  */
 #ifndef DV_NS_IMPL_H
 #define DV_NS_IMPL_H
@@ -32,12 +35,18 @@ struct dirinfo {
 	uint64_t ino;
 	char *path;               /* "" root, "demo/train", "demo/train@1" */
 	const char *name;         /* last part of path */
-	struct dsver *pin;        /* a pin's manifest, set once */
+	struct dsver *pin;        /* a pin's manifest while loaded;
+				     protected by lock */
 	struct dir *cur;          /* in the current tree; protected by lock */
 	time_t mtime;             /* protected by lock */
 };
 
-/* One accepted manifest. Immutable once committed. */
+/*
+ * One accepted manifest. Immutable once committed, but for a pin's
+ * reference counts. A dataset's versions stay until dv_ns_free(); a pin's
+ * is evicted (under the write lock) once no reference holds it and
+ * ns->pins_kept others were used later.
+ */
 struct dsver {
 	struct dv_manifest *m;
 	char *path;               /* "demo/train" or "demo/train@1" */
@@ -46,6 +55,13 @@ struct dsver {
 	bool committed;
 	time_t mtime;
 	XXH128_hash_t digest;     /* of the raw document */
+	/* Pins only (refs != NULL); protected by ns->ref_mutex: */
+	struct dirinfo *pin_dir;  /* set by the commit */
+	uint64_t *refs;           /* per shard: kernel references */
+	uint64_t dir_refs;        /* to pin_dir's inode */
+	uint64_t held;            /* the sum of refs[] and dir_refs */
+	bool idle;                /* held == 0: in the LRU of ns->idle */
+	struct dsver *idle_prev, *idle_next;
 };
 
 struct islot {
@@ -64,6 +80,15 @@ struct dv_namespace {
 	pthread_cond_t pin_cond;        /* a pin load ended */
 	struct pin_note *pin_notes;     /* DV_NS_PIN_NOTES: loads in flight,
 					   recent misses (ns_pins.c) */
+	pthread_mutex_t ref_mutex;      /* protects pins' counts and idle */
+	struct dsver *idle_head;        /* the pin used least long ago */
+	struct dsver *idle_tail;
+	size_t nidle;
+	size_t pins_kept;
+	bool warned_forget;             /* protected by ref_mutex */
+	uint64_t pins_loaded;           /* atomic; changed under the lock */
+	uint64_t pins_held;             /* atomic */
+	uint64_t pins_evicted;          /* atomic */
 	struct tree *cur;               /* protected by lock; replaced only
 					   under refresh_mutex, which may
 					   read it without the lock */
@@ -71,8 +96,10 @@ struct dv_namespace {
 	size_t nslots, slots_cap;
 	struct dirinfo **dirs;          /* protected by lock */
 	size_t ndirs, dirs_cap;
-	struct dsver **vers;            /* protected by lock */
+	struct dsver **vers;            /* protected by lock; NULL: evicted */
 	size_t nvers, vers_cap;
+	uint32_t *free_ids;             /* protected by lock: vers[] NULL */
+	size_t nfree_ids, free_ids_cap;
 	uint64_t next_refresh_ms;       /* atomic */
 	uint64_t refreshes;             /* atomic */
 	uint64_t refresh_errors;        /* atomic */
@@ -89,6 +116,13 @@ int dv_ns_inodes_init(struct dv_namespace *ns);
 
 /* Frees every dirinfo and committed dsver, and the inode table. */
 void dv_ns_inodes_release(struct dv_namespace *ns);
+
+/*
+ * Takes committed @v out of the inode table: its shards' inodes are found
+ * no more, and its id may be reused. @ns owns it no more: the caller frees
+ * it. Under the write lock.
+ */
+void dv_ns_dsver_uncommit(struct dv_namespace *ns, struct dsver *v);
 
 /* The slot of @ino, or NULL. Under the read lock. */
 struct islot *dv_ns_slot_find(const struct dv_namespace *ns, uint64_t ino);
@@ -143,7 +177,29 @@ void dv_ns_pins_release(struct dv_namespace *ns);
  * filled, -ENOENT, or -errno of the load.
  */
 int dv_ns_pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
-		     const char *name, struct dv_ns_entry *out);
+		     const char *name, struct dv_ns_entry *out, bool ref);
+
+/* ---- ns_refs.c ---- */
+
+void dv_ns_refs_init(struct dv_namespace *ns, unsigned pins_kept);
+void dv_ns_refs_release(struct dv_namespace *ns);
+
+/* Counts @n references to @ino, if a pin's. Under the read lock. */
+void dv_ns_ref_locked(struct dv_namespace *ns, uint64_t ino, uint64_t n);
+
+/*
+ * Committed pin @v of directory @d is loaded: counts it, and with @ref
+ * one reference to @d's inode, else it joins the idle ones as the last
+ * used; then evicts beyond the bound (never @v). Under the write lock.
+ */
+void dv_ns_pin_loaded(struct dv_namespace *ns, struct dsver *v,
+		      struct dirinfo *d, bool ref);
+
+/*
+ * A lookup used loaded pin @v: if idle, it is now the one evicted last.
+ * Under the read lock.
+ */
+void dv_ns_pin_touch(struct dv_namespace *ns, struct dsver *v);
 
 /* ---- ns_cache.c ---- */
 

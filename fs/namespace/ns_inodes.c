@@ -6,11 +6,16 @@
  * moved up, and a collision probes to the next free number (in the
  * deterministic order of commits).
  *
- * An open-addressing table maps every inode to its dirinfo or (dsver,
- * shard). Nothing is ever removed: every inode handed out stays valid until
- * dv_ns_free(), at the price of keeping each revision seen during one mount
- * in memory (about 170 bytes a shard). Not here: locking (the callers hold
- * ns->lock as each declaration says), trees, documents.
+ * An open-addressing table (linear probing) maps every inode to its
+ * dirinfo or (dsver, shard). Directories and datasets' versions are never
+ * removed: every such inode handed out stays valid until dv_ns_free(), at
+ * the price of keeping each revision of a dataset seen during one mount in
+ * memory (about 170 bytes a shard). A pin's version is removed when
+ * evicted (ns_refs.c): its shards' slots are deleted by shifting back the
+ * entries that probed past them, and a reload hashes the same keys again,
+ * so the kernel, which held none of them, sees the same numbers. Not here:
+ * locking (the callers hold ns->lock as each declaration says), trees,
+ * documents.
  */
 #include "ns_impl.h"
 
@@ -59,6 +64,36 @@ static void slot_put(struct dv_namespace *ns, uint64_t ino, uint32_t owner,
 	ns->nslots++;
 }
 
+/*
+ * Deletes @s: the entries after it in its probe run that could not live in
+ * their home slot move back into the hole (Knuth's algorithm R), so every
+ * lookup still finds them. Under the write lock.
+ */
+static void slot_del(struct dv_namespace *ns, struct islot *s)
+{
+	size_t mask = ns->slots_cap - 1, hole = (size_t)(s - ns->slots);
+	size_t j = hole, home;
+
+	for (;;) {
+		ns->slots[hole].ino = 0;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!ns->slots[j].ino) {
+				ns->nslots--;
+				return;
+			}
+			home = slot_home(ns, ns->slots[j].ino);
+			/* Stays when its home lies cyclically in (hole, j]. */
+			if (hole <= j ? hole < home && home <= j :
+					hole < home || home <= j)
+				continue;
+			break;
+		}
+		ns->slots[hole] = ns->slots[j];
+		hole = j;
+	}
+}
+
 /* Room for @extra more inodes at a load of at most 3/4. */
 static int slots_reserve(struct dv_namespace *ns, size_t extra)
 {
@@ -97,6 +132,21 @@ static void *ptrs_reserve(void *arr, size_t *cap, size_t need)
 	if (arr)
 		*cap = ncap;
 	return arr;
+}
+
+/* Room to free every id of ns->vers, so that an uncommit cannot fail. */
+static int ids_reserve(struct dv_namespace *ns)
+{
+	uint32_t *p;
+
+	if (ns->free_ids_cap >= ns->vers_cap)
+		return 0;
+	p = reallocarray(ns->free_ids, ns->vers_cap, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	ns->free_ids = p;
+	ns->free_ids_cap = ns->vers_cap;
+	return 0;
 }
 
 /* The identity a shard inode stands for: "<path>/<name>\0<hash>". */
@@ -138,8 +188,13 @@ int dv_ns_dsver_commit(struct dv_namespace *ns, struct dsver *v)
 	if (!p)
 		return -ENOMEM;
 	ns->vers = p;
-	v->id = (uint32_t)ns->nvers;
-	ns->vers[ns->nvers++] = v;
+	if (ids_reserve(ns))
+		return -ENOMEM;
+	if (ns->nfree_ids)
+		v->id = ns->free_ids[--ns->nfree_ids];
+	else
+		v->id = (uint32_t)ns->nvers++;
+	ns->vers[v->id] = v;
 	v->committed = true;
 	for (size_t i = 0; i < v->m->nshards; i++) {
 		for (ino = v->inos[i];; ino = ino_fold(ino + 1)) {
@@ -158,6 +213,21 @@ int dv_ns_dsver_commit(struct dv_namespace *ns, struct dsver *v)
 		v->inos[i] = ino;
 	}
 	return 0;
+}
+
+void dv_ns_dsver_uncommit(struct dv_namespace *ns, struct dsver *v)
+{
+	struct islot *s;
+
+	for (size_t i = 0; i < v->m->nshards; i++) {
+		s = dv_ns_slot_find(ns, v->inos[i]);
+		if (s && s->idx != DIR_IDX && s->owner == v->id)
+			slot_del(ns, s);
+	}
+	ns->vers[v->id] = NULL;
+	v->committed = false;
+	/* ids_reserve() made room when it was committed. */
+	ns->free_ids[ns->nfree_ids++] = v->id;
 }
 
 struct dirinfo *dv_ns_dir_intern(struct dv_namespace *ns, const char *path)
@@ -222,6 +292,7 @@ void dv_ns_dsver_free(struct dsver *v)
 	dv_manifest_free(v->m);
 	free(v->path);
 	free(v->inos);
+	free(v->refs);
 	free(v);
 }
 
@@ -283,6 +354,7 @@ void dv_ns_inodes_release(struct dv_namespace *ns)
 		free(ns->dirs[i]);
 	}
 	free(ns->vers);
+	free(ns->free_ids);
 	free(ns->dirs);
 	free(ns->slots);
 }

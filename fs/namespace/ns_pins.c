@@ -1,7 +1,9 @@
 /*
  * Pins: <dataset>@<N> directories (ns_impl.h). A pin's revision is read
- * once, from the disk cache or else the origin's revisions/<N>.json, and
- * kept for the life of the namespace like every other manifest version.
+ * from the disk cache or else the origin's revisions/<N>.json, and kept
+ * while the kernel references one of its inodes, or while it is among the
+ * last ns->pins_kept used (ns_refs.c); evicted, a later lookup reads it
+ * again (from the disk cache: it was cached when first read).
  *
  * The origin is read with no lock held: ns->pin_mutex guards only a small
  * table of notes, one per pin being loaded (a second lookup of the same pin
@@ -9,8 +11,7 @@
  * ns->ttl seconds a lookup answers ENOENT without asking the origin: a
  * script probing DS@99 in a loop costs one request per TTL).
  *
- * Not here: evicting loaded pins (their shard inodes must answer getattr
- * for as long as the kernel may hold them; the namespace has no forget).
+ * Not here: counting references and evicting (ns_refs.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -119,6 +120,22 @@ static bool pin_parse(const struct dirinfo *parent, const char *name,
 				*parent->path ? "/" : "", part) < len;
 }
 
+/* A pin's version of @m (taken), with its reference counts. */
+static struct dsver *pin_version(struct dv_manifest *m, const char *pin_path,
+				 const struct doc *d)
+{
+	struct dsver *v = dv_ns_dsver_new(m, pin_path, d->mtime,
+					  XXH3_128bits(d->body, d->len));
+
+	if (v)
+		v->refs = calloc(m->nshards ? m->nshards : 1, sizeof(*v->refs));
+	if (v && !v->refs) {
+		dv_ns_dsver_free(v);
+		v = NULL;
+	}
+	return v;
+}
+
 /* Reads revision @rev of @dataset from the cache, else the origin. */
 static int pin_load(struct dv_namespace *ns, const char *dataset,
 		    uint64_t rev, const char *pin_path, struct dsver **out)
@@ -150,8 +167,7 @@ static int pin_load(struct dv_namespace *ns, const char *dataset,
 		if (ret == 0 && !cached)
 			dv_ns_cache_write(ns, relpath, &d);
 		if (ret == 0)
-			*out = dv_ns_dsver_new(m, pin_path, d.mtime,
-					       XXH3_128bits(d.body, d.len));
+			*out = pin_version(m, pin_path, &d);
 		dv_ns_doc_release(&d);
 	}
 	if (ret == 0 && !*out)
@@ -159,22 +175,38 @@ static int pin_load(struct dv_namespace *ns, const char *dataset,
 	return ret == -EINVAL ? -ENOENT : ret;
 }
 
-/* Makes loaded @v the pin @pin_path (takes @v). 0 or -ENOMEM. */
+/*
+ * Makes loaded @v the pin @pin_path (takes @v), counting a reference to
+ * it with @ref. A load that raced another one (no note was free) keeps
+ * the first: one version per pin, which the counts rely on. 0 or -ENOMEM.
+ */
 static int pin_commit(struct dv_namespace *ns, struct dsver *v,
-		      const char *pin_path, struct dv_ns_entry *out)
+		      const char *pin_path, struct dv_ns_entry *out, bool ref)
 {
 	struct dirinfo *d;
 
 	pthread_rwlock_wrlock(&ns->lock);
+	d = dv_ns_pin_find(ns, pin_path);
+	if (d) {
+		dv_ns_entry_dir(d, out);
+		if (ref)
+			dv_ns_ref_locked(ns, d->ino, 1);
+		pthread_rwlock_unlock(&ns->lock);
+		dv_ns_dsver_free(v);
+		return 0;
+	}
 	d = dv_ns_dsver_commit(ns, v) == 0 ? dv_ns_dir_intern(ns, pin_path) :
 					     NULL;
 	if (d) {
-		d->pin = v;
 		d->mtime = v->mtime;
+		dv_ns_pin_loaded(ns, v, d, ref);
 		dv_ns_entry_dir(d, out);
+	} else if (v->committed) {
+		dv_ns_dsver_uncommit(ns, v);
 	}
 	pthread_rwlock_unlock(&ns->lock);
-	if (!v->committed)
+	/* Once committed, @v may be evicted (and freed) as soon as unlocked. */
+	if (!d)
 		dv_ns_dsver_free(v);
 	return d ? 0 : -ENOMEM;
 }
@@ -185,7 +217,7 @@ static int pin_commit(struct dv_namespace *ns, struct dsver *v,
  * it (waiting first for a load of the same pin in flight).
  */
 static int pin_wait(struct dv_namespace *ns, const char *dataset,
-		    const char *pin_path, struct dv_ns_entry *out)
+		    const char *pin_path, struct dv_ns_entry *out, bool ref)
 {
 	for (;;) {
 		struct pin_note *n;
@@ -196,6 +228,10 @@ static int pin_wait(struct dv_namespace *ns, const char *dataset,
 		d = dv_ns_pin_find(ns, pin_path);
 		if (d)
 			dv_ns_entry_dir(d, out);
+		if (d && ref)
+			dv_ns_ref_locked(ns, d->ino, 1);
+		else if (d)
+			dv_ns_pin_touch(ns, d->pin);
 		listed = dv_ns_dataset_listed(ns, dataset);
 		pthread_rwlock_unlock(&ns->lock);
 		if (d)
@@ -214,7 +250,7 @@ static int pin_wait(struct dv_namespace *ns, const char *dataset,
 }
 
 int dv_ns_pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
-		     const char *name, struct dv_ns_entry *out)
+		     const char *name, struct dv_ns_entry *out, bool ref)
 {
 	char dataset[DV_DATASET_MAX + 1], pin_path[DV_DATASET_MAX + 32];
 	struct pin_note *n;
@@ -227,7 +263,7 @@ int dv_ns_pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
 	snprintf(pin_path, sizeof(pin_path), "%s@%llu", dataset,
 		 (unsigned long long)rev);
 	pthread_mutex_lock(&ns->pin_mutex);
-	ret = pin_wait(ns, dataset, pin_path, out);
+	ret = pin_wait(ns, dataset, pin_path, out, ref);
 	if (ret <= 0) {
 		pthread_mutex_unlock(&ns->pin_mutex);
 		return ret;
@@ -241,7 +277,7 @@ int dv_ns_pin_lookup(struct dv_namespace *ns, const struct dirinfo *parent,
 
 	ret = pin_load(ns, dataset, rev, pin_path, &v);
 	if (ret == 0)
-		ret = pin_commit(ns, v, pin_path, out);
+		ret = pin_commit(ns, v, pin_path, out, ref);
 
 	pthread_mutex_lock(&ns->pin_mutex);
 	if (n && ret == -ENOENT && ns->ttl) {

@@ -34,6 +34,7 @@ struct env {
 	char *state_dir;
 	struct dv_origin *origin;
 	struct dv_namespace *ns;
+	unsigned pins_kept;     /* 0: the default */
 };
 
 static char err[1024];
@@ -87,7 +88,8 @@ static void put_manifest(const char *root, const char *dataset, unsigned rev,
 
 static int ns_open(struct env *env, unsigned ttl)
 {
-	struct dv_ns_options opt = { NULL, env->state_dir, ttl };
+	struct dv_ns_options opt = { .state_dir = env->state_dir, .ttl = ttl,
+				     .pins_kept = env->pins_kept };
 	int ret;
 
 	ck_assert_int_eq(dv_origin_new(env->origin_dir, NULL, &env->origin,
@@ -760,7 +762,9 @@ START_TEST(test_memory)
 				       sizeof(err)), 0);
 	before = mallinfo2();
 	{
-		struct dv_ns_options opt = { env.origin, env.state_dir, 60 };
+		struct dv_ns_options opt = { .origin = env.origin,
+					     .state_dir = env.state_dir,
+					     .ttl = 60 };
 
 		ck_assert_int_eq(dv_ns_new(&opt, &env.ns, err, sizeof(err)), 0);
 	}
