@@ -405,6 +405,252 @@ START_TEST(test_pin_miss_remembered)
 }
 END_TEST
 
+/* An origin with revisions 1..@n of demo/train, @nshards shards each. */
+static void pinned_origin(const char *root, unsigned n, unsigned nshards)
+{
+	standard_origin(root);
+	for (unsigned rev = 2; rev <= n; rev++)
+		put_manifest(root, "demo/train", rev, nshards);
+}
+
+static uint64_t pin_ino(struct dv_namespace *ns, unsigned rev,
+			const char *shard, bool ref)
+{
+	struct dv_ns_entry dir, e;
+	char name[64];
+
+	ck_assert_int_eq(lookup_path(ns, "demo", &dir), 0);
+	snprintf(name, sizeof(name), "train@%u", rev);
+	if (ref)
+		ck_assert_int_eq(dv_ns_lookup_ref(ns, dir.ino, name, &e), 0);
+	else
+		ck_assert_int_eq(dv_ns_lookup(ns, dir.ino, name, &e), 0);
+	if (!shard)
+		return e.ino;
+	dir = e;
+	if (ref)
+		ck_assert_int_eq(dv_ns_lookup_ref(ns, dir.ino, shard, &e), 0);
+	else
+		ck_assert_int_eq(dv_ns_lookup(ns, dir.ino, shard, &e), 0);
+	ck_assert_uint_eq(e.revision, rev);
+	return e.ino;
+}
+
+static struct dv_ns_stats ns_stats(struct dv_namespace *ns)
+{
+	struct dv_ns_stats st;
+
+	dv_ns_stats(ns, &st);
+	return st;
+}
+
+/*
+ * 80 pins looked up and let go: the 64 used last stay, the others are
+ * evicted (their inodes answer ENOENT), and a lookup brings one back from
+ * the disk cache under the same inode numbers. Every other inode is still
+ * found after the inode table lost those slots.
+ */
+START_TEST(test_pins_bounded)
+{
+	static const char *const kept[] = {
+		"demo/train/shard-000002.tar", "demo/val/shard-000000.tar",
+		"solo/shard-000001.tar", "demo/val", "solo",
+	};
+	uint64_t dir1, shard1[3], ino0[81], ino;
+	struct dv_ns_entry e;
+	struct env env;
+	char path[1024];
+
+	env_init(&env);
+	pinned_origin(env.origin_dir, 80, 3);
+	ck_assert_int_eq(ns_open(&env, 60), 0);
+	dir1 = pin_ino(env.ns, 1, NULL, false);
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "shard-%06u.tar", i);
+		shard1[i] = pin_ino(env.ns, 1, path, false);
+	}
+	for (unsigned rev = 2; rev <= 80; rev++)
+		ino0[rev] = pin_ino(env.ns, rev, "shard-000000.tar", false);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, DV_NS_PINS_KEPT);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_evicted, 80 - DV_NS_PINS_KEPT);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 0);
+	/* Revisions 1..16 went, 17..80 answer. */
+	ck_assert_int_eq(dv_ns_getattr(env.ns, dir1, &e), 0);
+	ck_assert_str_eq(e.dataset, "");          /* the directory, unloaded */
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(dv_ns_getattr(env.ns, shard1[i], &e), -ENOENT);
+	for (unsigned rev = 2; rev <= 80; rev++)
+		ck_assert_int_eq(dv_ns_getattr(env.ns, ino0[rev], &e),
+				 rev <= 80 - DV_NS_PINS_KEPT ? -ENOENT : 0);
+	/* Each lookup loads one again (the newest now) and evicts another. */
+	for (unsigned rev = 2; rev <= 80; rev++) {
+		ck_assert_uint_eq(pin_ino(env.ns, rev, "shard-000000.tar", false),
+				  ino0[rev]);
+		ck_assert_int_eq(dv_ns_getattr(env.ns, ino0[rev], &e), 0);
+		ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, DV_NS_PINS_KEPT);
+	}
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		ck_assert_int_eq(lookup_path(env.ns, kept[i], &e), 0);
+		ck_assert_int_eq(dv_ns_getattr(env.ns, e.ino, &e), 0);
+	}
+
+	/* Back from the disk cache (the origin's revisions are gone). */
+	snprintf(path, sizeof(path), "%s/demo/train/revisions", env.origin_dir);
+	{
+		char gone[1100];
+
+		snprintf(gone, sizeof(gone), "%s.gone", path);
+		ck_assert_int_eq(rename(path, gone), 0);
+		ck_assert_uint_eq(pin_ino(env.ns, 1, NULL, false), dir1);
+		for (unsigned i = 0; i < 3; i++) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "shard-%06u.tar", i);
+			ino = pin_ino(env.ns, 1, name, false);
+			ck_assert_uint_eq(ino, shard1[i]);
+			ck_assert_int_eq(dv_ns_getattr(env.ns, ino, &e), 0);
+			ck_assert_uint_eq(e.revision, 1);
+		}
+		ck_assert_int_eq(rename(gone, path), 0);
+	}
+	env_release(&env);
+}
+END_TEST
+
+/*
+ * A pin held by a reference (its directory's lookup, one shard's lookup,
+ * an open handle) is never evicted, however many others come; let go, it
+ * is the last used of the idle ones. Forgets of more than was counted, and
+ * of inodes that are not a pin's, change nothing.
+ */
+START_TEST(test_pins_referenced)
+{
+	uint64_t dir1, shard2, dir2, shard3, shard4, pins_dir;
+	struct dv_ns_entry e;
+	struct listing *l;
+	struct env env;
+	int ret;
+
+	env_init(&env);
+	env.pins_kept = 4;
+	pinned_origin(env.origin_dir, 20, 2);
+	ck_assert_int_eq(ns_open(&env, 60), 0);
+	dir1 = pin_ino(env.ns, 1, NULL, true);
+	shard2 = pin_ino(env.ns, 2, "shard-000001.tar", true);
+	dir2 = pin_ino(env.ns, 2, NULL, false);
+	dv_ns_forget(env.ns, dir2, 1);            /* held by its shard only */
+	shard3 = pin_ino(env.ns, 3, "shard-000000.tar", false);
+	dv_ns_ref(env.ns, shard3, 1);             /* an open handle */
+	shard4 = pin_ino(env.ns, 4, "shard-000000.tar", false);
+	for (unsigned rev = 5; rev <= 12; rev++)
+		pin_ino(env.ns, rev, NULL, false);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, 3 + 4);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 3);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, dir1, &e), 0);
+	ck_assert_str_eq(e.dataset, "demo/train@1");
+	l = list(env.ns, dir1, &ret);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_eq(l->n, 3);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard2, &e), 0);
+	ck_assert_uint_eq(e.revision, 2);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, dir2, &e), 0);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard3, &e), 0);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard4, &e), -ENOENT);
+
+	/* Not a pin's: ignored. */
+	ck_assert_int_eq(lookup_path(env.ns, "demo", &e), 0);
+	pins_dir = e.ino;
+	dv_ns_ref(env.ns, pins_dir, 1);
+	dv_ns_forget(env.ns, pins_dir, 3);
+	dv_ns_forget(env.ns, DV_NS_ROOT_INO, 1);
+	dv_ns_forget(env.ns, 987654321, 1);
+	ck_assert_int_eq(lookup_path(env.ns, "demo/train/shard-000000.tar", &e), 0);
+	dv_ns_forget(env.ns, e.ino, 1);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 3);
+
+	/* Let go, pin 1 is the newest idle one: 9 (the oldest) goes. */
+	dv_ns_forget(env.ns, dir1, 1);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 2);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, 2 + 4);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, dir1, &e), 0);
+	ck_assert_str_eq(e.dataset, "demo/train@1");
+	/* Forgotten more times than looked up: clamped, and let go. */
+	dv_ns_forget(env.ns, shard2, 5);
+	dv_ns_forget(env.ns, shard3, 1);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 0);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, 4);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard3, &e), 0);
+	for (unsigned rev = 13; rev <= 20; rev++)
+		pin_ino(env.ns, rev, NULL, false);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_loaded, 4);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard2, &e), -ENOENT);
+	ck_assert_int_eq(dv_ns_getattr(env.ns, shard3, &e), -ENOENT);
+	/* Back under the same numbers. */
+	ck_assert_uint_eq(pin_ino(env.ns, 2, "shard-000001.tar", true), shard2);
+	ck_assert_uint_eq(pin_ino(env.ns, 2, NULL, false), dir2);
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 1);
+	env_release(&env);
+}
+END_TEST
+
+struct pin_user {
+	struct dv_namespace *ns;
+	unsigned seed;
+	int errors;
+};
+
+/* Holds a pin and a shard of it, checks both answer, lets them go. */
+static void *pin_user(void *p)
+{
+	struct pin_user *u = p;
+	struct dv_ns_entry demo, dir, e;
+	char name[32];
+
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "train@%u", 1 + rand_r(&u->seed) % 12);
+		if (dv_ns_lookup(u->ns, DV_NS_ROOT_INO, "demo", &demo) ||
+		    dv_ns_lookup_ref(u->ns, demo.ino, name, &dir)) {
+			u->errors++;
+			continue;
+		}
+		if (dv_ns_lookup_ref(u->ns, dir.ino, "shard-000000.tar", &e) ||
+		    dv_ns_getattr(u->ns, dir.ino, &dir) ||
+		    dv_ns_getattr(u->ns, e.ino, &e))
+			u->errors++;
+		dv_ns_forget(u->ns, dir.ino, 1);
+		if (dv_ns_getattr(u->ns, e.ino, &e))
+			u->errors++;
+		dv_ns_forget(u->ns, e.ino, 1);
+	}
+	return NULL;
+}
+
+/* Threads holding and letting go of pins while others are evicted. */
+START_TEST(test_pins_concurrent)
+{
+	struct pin_user u[4];
+	pthread_t th[4];
+	struct env env;
+
+	env_init(&env);
+	env.pins_kept = 2;
+	pinned_origin(env.origin_dir, 12, 3);
+	ck_assert_int_eq(ns_open(&env, 60), 0);
+	for (int i = 0; i < 4; i++) {
+		u[i] = (struct pin_user){ env.ns, 7u + (unsigned)i, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, pin_user, &u[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(u[i].errors, 0);
+	}
+	ck_assert_uint_eq(ns_stats(env.ns).pins_referenced, 0);
+	ck_assert_uint_le(ns_stats(env.ns).pins_loaded, 2);
+	ck_assert_uint_gt(ns_stats(env.ns).pins_evicted, 0);
+	env_release(&env);
+}
+END_TEST
+
 /* Inode numbers and times are the same on every mount. */
 START_TEST(test_stable_inodes)
 {
@@ -787,6 +1033,9 @@ static Suite *namespace_suite(void)
 	tcase_add_test(tc, test_nested_parent_dataset);
 	tcase_add_test(tc, test_pins);
 	tcase_add_test(tc, test_pin_miss_remembered);
+	tcase_add_test(tc, test_pins_bounded);
+	tcase_add_test(tc, test_pins_referenced);
+	tcase_add_test(tc, test_pins_concurrent);
 	tcase_add_test(tc, test_stable_inodes);
 	tcase_add_test(tc, test_bad_manifests);
 	tcase_add_test(tc, test_origin_down);
