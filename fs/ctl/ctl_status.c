@@ -138,9 +138,10 @@ static void print_human(struct doc *doc, const char *mnt)
 		printf("metrics:  http://%s/metrics\n", metrics);
 	else
 		printf("metrics:  off (mount with -o metrics to enable)\n");
-	printf("datasets: %" PRIu64 ", shards %" PRIu64 ", open files %" PRIu64 "\n",
+	printf("datasets: %" PRIu64 ", shards %" PRIu64 ", open files %" PRIu64
+	       ", pinned revisions loaded %" PRIu64 "\n",
 	       num(doc, r, "datasets"), num(doc, r, "shards"),
-	       num(doc, r, "open_files"));
+	       num(doc, r, "open_files"), num(doc, r, "pins_loaded"));
 	print_tiers(doc);
 	printf("\norigin:   %" PRIu64 " requests, %s received, %" PRIu64 " errors\n",
 	       num(doc, r, "origin_requests"),

@@ -101,6 +101,8 @@ START_TEST(test_text_counts)
 	ck_assert_int_eq(sample_of(text, "datavofs_tier_misses_total{tier=\"local\"}"), 8);
 	ck_assert_int_eq(sample_of(text, "datavofs_origin_requests_total"), 8);
 	ck_assert_int_eq(sample_of(text, "datavofs_open_files"), 2);
+	ck_assert_int_eq(sample_of(text, "datavofs_pins_loaded"), 0);
+	ck_assert_int_eq(sample_of(text, "datavofs_pin_evictions_total"), 0);
 	ck_assert_int_eq(sample_of(text, "datavofs_tier_capacity_bytes{tier=\"local\"}"), 1 << 20);
 	/* served 2e9, fetched 0 (no fill ran): 2e9 saved, $0.18 */
 	ck_assert_int_eq(sample_of(text, "datavofs_egress_saved_bytes_total"), 2000000000);
