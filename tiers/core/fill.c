@@ -49,6 +49,7 @@ struct dv_fill {
 	uint8_t *wanted;         /* a reader waits for it */
 	uint32_t cursor;         /* where the last read ended, in chunks */
 	unsigned workers;        /* still running */
+	bool going;              /* a read came, or the opener left */
 	bool cancelled;
 	bool finished;
 	int result;
@@ -217,6 +218,9 @@ static void *worker(void *arg)
 	bool last;
 
 	pthread_mutex_lock(&f->lock);
+	/* Nothing is fetched before it is known where the reader starts. */
+	while (!f->going && !f->cancelled)
+		pthread_cond_wait(&f->cond, &f->lock);
 	for (;;) {
 		uint32_t i = buf ? pick(f) : UINT32_MAX;
 		bool reused;
@@ -393,6 +397,10 @@ int dv_fill_wait(struct dv_fill *f, uint64_t off, uint64_t len)
 	f->cursor = last + 1;
 	for (uint32_t i = first; i <= last; i++)
 		f->wanted[i] = 1;
+	if (!f->going) {
+		f->going = true;
+		pthread_cond_broadcast(&f->cond);
+	}
 	while ((ret = covered(f, first, last)) == 0) {
 		waited = true;
 		if (pthread_cond_timedwait(&f->cond, &f->lock, &deadline) == ETIMEDOUT) {
@@ -405,6 +413,14 @@ int dv_fill_wait(struct dv_fill *f, uint64_t off, uint64_t len)
 	f->prog.waits += waited;
 	pthread_mutex_unlock(&f->lock);
 	return ret < 0 ? ret : 0;
+}
+
+void dv_fill_go(struct dv_fill *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->going = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
 }
 
 void dv_fill_cancel(struct dv_fill *f)

@@ -5,7 +5,8 @@
  *
  * Readers do not wait for the whole shard: dv_fill_wait() returns as soon
  * as the chunks under a byte range are in and verified, and moves them to
- * the front of the queue. Workers fetch what readers wait for first, then
+ * the front of the queue. Nothing is fetched before the first read (or the
+ * opener's close). Workers fetch what readers wait for first, then
  * onward from where the last read ended (a sequential reader's
  * read-ahead), then whatever is left: the fill runs to the end whether or
  * not anyone still reads, because the next epoch wants the whole shard.
@@ -91,6 +92,13 @@ void dv_fill_put(struct dv_fill *f);
  * read for the read-ahead. Thread-safe.
  */
 int dv_fill_wait(struct dv_fill *f, uint64_t off, uint64_t len);
+
+/*
+ * The workers wait for the first dv_fill_wait() (so that the first chunks
+ * fetched are the reader's, wherever it starts) or for this call, which
+ * the last handle makes when it closes: the fill then runs to its end.
+ */
+void dv_fill_go(struct dv_fill *f);
 
 /*
  * Asks the workers to stop after the fetches in flight; done() then gets

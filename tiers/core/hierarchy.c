@@ -633,6 +633,7 @@ void dv_object_release(struct dv_object *obj)
 {
 	if (obj->fill) {
 		/* A streaming object: its own fd, no pin, the fill goes on. */
+		dv_fill_go(obj->fill);
 		dv_fill_put(obj->fill);
 		obj->fill = NULL;
 		obj->tier = NULL;
