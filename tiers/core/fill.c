@@ -49,6 +49,7 @@ struct dv_fill {
 	uint8_t *wanted;         /* a reader waits for it */
 	uint32_t cursor;         /* where the last read ended, in chunks */
 	unsigned workers;        /* still running */
+	uint64_t t_start;        /* ns, CLOCK_MONOTONIC */
 	bool going;              /* a read came, or the opener left */
 	bool cancelled;
 	bool finished;
@@ -90,6 +91,14 @@ static void limit_give(struct dv_fill_limit *l)
 	l->used--;
 	pthread_cond_signal(&l->cond);
 	pthread_mutex_unlock(&l->lock);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The first chunk in [from, to) with @state, or UINT32_MAX. */
@@ -305,6 +314,7 @@ int dv_fill_start(const struct dv_fill_params *p, struct dv_fill **out)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	f->refs = 1;
+	f->t_start = now_ns();
 	ret = copy_params(f, p);
 	if (ret) {
 		fill_free(f);
@@ -411,6 +421,8 @@ int dv_fill_wait(struct dv_fill *f, uint64_t off, uint64_t len)
 		}
 	}
 	f->prog.waits += waited;
+	if (ret > 0 && !f->prog.ttfb_ns)
+		f->prog.ttfb_ns = now_ns() - f->t_start;
 	pthread_mutex_unlock(&f->lock);
 	return ret < 0 ? ret : 0;
 }

@@ -73,6 +73,7 @@ struct dv_fill_progress {
 	uint32_t reused;         /* found good in a resumed staging file */
 	uint64_t waits;          /* reads that had to wait for a chunk */
 	uint64_t fetched_bytes;  /* from the fetcher, refetches included */
+	uint64_t ttfb_ns;        /* start to the first read answered; 0: none yet */
 };
 
 /*

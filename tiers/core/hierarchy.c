@@ -818,10 +818,11 @@ void dv_hierarchy_free(struct dv_hierarchy *h)
 	free(h);
 }
 
-void dv_hierarchy_stats(const struct dv_hierarchy *h,
+void dv_hierarchy_stats(struct dv_hierarchy *h,
 			struct dv_hierarchy_stats *out,
 			uint64_t fill_buckets[DV_FILL_BUCKETS + 1])
 {
+	dv_hier_stream_stats(h, out);
 	out->fetches = dv_stat_get(&h->stats.fetches);
 	out->fetch_bytes = dv_stat_get(&h->stats.fetch_bytes);
 	out->fetch_errors = dv_stat_get(&h->stats.fetch_errors);

@@ -35,6 +35,13 @@ struct dv_hierarchy_stats {
 	uint64_t verify_failures;
 	uint64_t promotions;
 	uint64_t fill_ns_total;
+	/* Streaming fills (fill.h): ended ones and those running now. */
+	uint64_t chunks_fetched; /* chunks fetched and verified */
+	uint64_t chunk_waits;    /* reads that waited for a chunk */
+	uint64_t streams;        /* fills streaming now (gauge) */
+	uint64_t chunks_in_flight; /* ranged fetches running now (gauge) */
+	uint64_t ttfb_ns_total;  /* open to first byte, summed over streams */
+	uint64_t ttfb_count;
 };
 
 /* Fill latency buckets (seconds, upper bounds) for the histogram. */
@@ -120,8 +127,15 @@ void dv_hierarchy_upload_stats(struct dv_hierarchy *h,
  * gets per-bucket fill counts, not cumulative; the last one counts fills
  * slower than the largest bound.
  */
-void dv_hierarchy_stats(const struct dv_hierarchy *h,
+void dv_hierarchy_stats(struct dv_hierarchy *h,
 			struct dv_hierarchy_stats *out,
 			uint64_t fill_buckets[DV_FILL_BUCKETS + 1]);
+
+/*
+ * Time to first byte of streaming fills (from the open to the first read
+ * answered), per bucket of dv_fill_bucket_bounds, like fill_buckets.
+ */
+void dv_hierarchy_ttfb(struct dv_hierarchy *h,
+		       uint64_t buckets[DV_FILL_BUCKETS + 1]);
 
 #endif

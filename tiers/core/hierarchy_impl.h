@@ -35,7 +35,11 @@ struct dv_hierarchy {
 	pthread_mutex_t streams_lock;
 	pthread_cond_t streams_cond;   /* a stream ended */
 	struct dv_stream *streams;     /* protected by streams_lock */
-	uint64_t ttfb_buckets[DV_FILL_BUCKETS + 1]; /* last: +Inf */
+	uint64_t ttfb_buckets[DV_FILL_BUCKETS + 1]; /* last: +Inf; atomic */
+	uint64_t chunks_done;          /* of ended streams; atomic */
+	uint64_t chunk_waits;          /* of ended streams; atomic */
+	uint64_t ttfb_ns_total;        /* atomic */
+	uint64_t ttfb_count;           /* atomic */
 };
 
 /* The locks of one get_or_fetch call. */
@@ -83,6 +87,10 @@ int dv_hier_stream(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 /* A fill of @ref->hash already streaming in this daemon, opened into @out. */
 bool dv_hier_stream_join(struct dv_hierarchy *h,
 			 const struct dv_shard_ref *ref, struct dv_object *out);
+
+/* The streaming counters of dv_hierarchy_stats(). */
+void dv_hier_stream_stats(struct dv_hierarchy *h,
+			  struct dv_hierarchy_stats *out);
 
 void dv_hier_streams_init(struct dv_hierarchy *h,
 			  const struct dv_fill_config *cfg);

@@ -79,6 +79,35 @@ void dv_hier_streams_release(struct dv_hierarchy *h)
 	dv_fill_limit_release(&h->fill_limit);
 }
 
+void dv_hier_stream_stats(struct dv_hierarchy *h,
+			  struct dv_hierarchy_stats *out)
+{
+	struct dv_fill_progress p;
+
+	out->chunks_fetched = dv_stat_get(&h->chunks_done);
+	out->chunk_waits = dv_stat_get(&h->chunk_waits);
+	out->ttfb_ns_total = dv_stat_get(&h->ttfb_ns_total);
+	out->ttfb_count = dv_stat_get(&h->ttfb_count);
+	out->streams = 0;
+	out->chunks_in_flight = 0;
+	pthread_mutex_lock(&h->streams_lock);
+	for (struct dv_stream *s = h->streams; s; s = s->next) {
+		dv_fill_progress(s->fill, &p);
+		out->streams++;
+		out->chunks_in_flight += p.in_flight;
+		out->chunks_fetched += p.done - p.reused;
+		out->chunk_waits += p.waits;
+	}
+	pthread_mutex_unlock(&h->streams_lock);
+}
+
+void dv_hierarchy_ttfb(struct dv_hierarchy *h,
+		       uint64_t buckets[DV_FILL_BUCKETS + 1])
+{
+	for (size_t b = 0; b <= DV_FILL_BUCKETS; b++)
+		buckets[b] = dv_stat_get(&h->ttfb_buckets[b]);
+}
+
 void dv_hierarchy_streams(struct dv_hierarchy *h,
 			  void (*fn)(void *arg, struct dv_fill *f), void *arg)
 {
@@ -166,6 +195,17 @@ static void stream_done(void *arg, struct dv_fill *f, int result)
 		 s->label, dv_hier_now() - s->t0, p.chunks, p.reused, p.failed,
 		 p.waits);
 	dv_hier_observe_fill(h, dv_hier_now() - s->t0);
+	dv_stat_add(&h->chunks_done, p.done - p.reused);
+	dv_stat_add(&h->chunk_waits, p.waits);
+	if (p.ttfb_ns) {
+		size_t b = 0;
+
+		while (b < DV_FILL_BUCKETS && p.ttfb_ns / 1e9 > dv_fill_bucket_bounds[b])
+			b++;
+		dv_stat_add(&h->ttfb_buckets[b], 1);
+		dv_stat_add(&h->ttfb_ns_total, p.ttfb_ns);
+		dv_stat_add(&h->ttfb_count, 1);
+	}
 	pthread_mutex_lock(&h->streams_lock);
 	for (pp = &h->streams; *pp && *pp != s; pp = &(*pp)->next)
 		;
