@@ -244,6 +244,10 @@ struct dv_config *dv_config_new(void)
 	cfg->http.low_speed_time = 30;
 	cfg->http.low_speed_limit = 1024;
 	cfg->http.retries = 4;
+	cfg->fill.streaming = true;
+	cfg->fill.parallel = DV_FILL_PARALLEL;
+	cfg->fill.connections = DV_FILL_CONNECTIONS;
+	cfg->fill.timeout = DV_FILL_TIMEOUT;
 	return cfg;
 }
 

@@ -85,6 +85,18 @@ struct dv_http_config {
 	char *ca_path;
 };
 
+/* How cold shards with a chunk list are filled (fill: in shards.yaml). */
+struct dv_fill_config {
+	bool streaming;           /* serve reads while the shard fills */
+	unsigned parallel;        /* ranged fetches in flight per shard */
+	unsigned connections;     /* ranged fetches in flight per daemon */
+	unsigned timeout;         /* seconds a read waits for its chunks */
+};
+
+#define DV_FILL_PARALLEL 8
+#define DV_FILL_CONNECTIONS 32
+#define DV_FILL_TIMEOUT 60
+
 struct dv_config {
 	char *path;                   /* file that was read; NULL for default */
 	enum dv_config_source source;
@@ -95,6 +107,7 @@ struct dv_config {
 	double dollars_per_gb;        /* egress price for "dollars saved" */
 	char *state_dir;              /* manifest cache; NULL = default */
 	struct dv_http_config http;
+	struct dv_fill_config fill;
 	struct dv_tier_config *tiers;
 	size_t ntiers;
 };

@@ -440,6 +440,8 @@ static int set_http(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj);
 static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 		     const char *key, yaml_node_t *val, void *obj);
+static int set_fill(struct parse_ctx *ctx, const struct field *f,
+		    const char *key, yaml_node_t *val, void *obj);
 
 /* Tables */
 
@@ -482,6 +484,17 @@ static const struct field http_fields[] = {
 	HTTP_FIELD("ca_path", set_path, ca_path, 0),
 };
 
+#define FILL_FIELD(k, fn, member, max_)                                    \
+	{ .key = k, .set = fn, .max = max_,                                 \
+	  .off = offsetof(struct dv_fill_config, member) }
+
+static const struct field fill_fields[] = {
+	FILL_FIELD("streaming", set_bool, streaming, 0),
+	FILL_FIELD("parallel", set_uint, parallel, 32),
+	FILL_FIELD("connections", set_uint, connections, 1024),
+	FILL_FIELD("timeout", set_uint, timeout, SECONDS_MAX),
+};
+
 #define TOP_FIELD(k, fn, member, max_)                                     \
 	{ .key = k, .set = fn, .max = max_,                                 \
 	  .off = offsetof(struct dv_config, member) }
@@ -495,6 +508,7 @@ static const struct field top_fields[] = {
 	TOP_FIELD("dollars_per_gb", set_price, dollars_per_gb, 0),
 	TOP_FIELD("state_dir", set_path, state_dir, 0),
 	TOP_FIELD("http", set_http, http, 0),
+	TOP_FIELD("fill", set_fill, fill, 0),
 	{ .key = "root", .set = set_root, .legacy = true },
 };
 
@@ -634,6 +648,26 @@ static int set_http(struct parse_ctx *ctx, const struct field *f,
 	ret = walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
 			   &cfg->http);
 	ctx->prefix = NULL;
+	return ret;
+}
+
+static int set_fill(struct parse_ctx *ctx, const struct field *f,
+		    const char *key, yaml_node_t *val, void *obj)
+{
+	struct dv_config *cfg = obj;
+	int ret;
+
+	if (val->type != YAML_MAPPING_NODE)
+		return fail(ctx, val, key,
+			    "expected a mapping (parallel: 8, connections: 32, ...), found %s",
+			    dv_cfgparse_node_kind(val));
+	ctx->prefix = "fill.";
+	ret = walk_mapping(ctx, val, fill_fields, NFIELDS(fill_fields),
+			   &cfg->fill);
+	ctx->prefix = NULL;
+	if (ret == 0 && (cfg->fill.parallel == 0 || cfg->fill.timeout == 0))
+		ret = fail(ctx, val, key,
+			   "parallel and timeout must be at least 1");
 	return ret;
 }
 

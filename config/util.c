@@ -423,3 +423,20 @@ int dv_pread_full(int fd, void *buf, size_t len, uint64_t off)
 	}
 	return 0;
 }
+
+int dv_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t put = 0;
+
+	while (put < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + put, len - put,
+				   (off_t)(off + put));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		put += (size_t)n;
+	}
+	return 0;
+}

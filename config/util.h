@@ -68,4 +68,8 @@ int dv_mkdir_p(const char *path, mode_t mode);
  */
 int dv_pread_full(int fd, void *buf, size_t len, uint64_t off);
 
+/* Writes exactly @len bytes at @off of @fd, again after EINTR and short
+ * writes. 0 or -errno (-ENOSPC, -EIO…). */
+int dv_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
 #endif

@@ -39,6 +39,7 @@
 #include "cache_push.h"
 #include "open_inodes.h"
 #include "status.h"
+#include "tiers/core/fill.h"
 
 #define XATTR_HASH "user.datavo.content_hash"
 #define XATTR_TIER "user.datavo.tier"
@@ -360,13 +361,17 @@ static void try_passthrough(fuse_req_t req, struct dv_fs *fs, uint64_t ino,
 {
 	int id;
 
-	if (!__atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) || hd->obj.fd < 0)
+	/* A shard still filling is read through the daemon, chunk by chunk. */
+	if (!__atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) ||
+	    hd->obj.fd < 0 || hd->obj.fill)
 		return;
 	id = dv_inode_backing(req, ino, hd->obj.fd);
 	if (id == -EPERM) {
 		passthrough_refused(fs);
 		return;
 	}
+	if (id == -EBUSY)
+		return; /* the inode is open through the daemon already */
 	if (id < 0) {
 		dv_warn("passthrough refused for %s (%s); reading through the daemon",
 			hd->obj.path, strerror(-id));
@@ -431,6 +436,7 @@ static void dv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ref.hash = e.hash;
 	ref.size = e.size;
 	ref.sha256 = fs->cfg->verify == DV_VERIFY_OFF ? NULL : e.sha256;
+	ref.chunks_pin = e.has_chunks ? e.chunks_pin : NULL;
 	ref.label = label;
 	/* A fill pushes its bytes into a page cache nobody is reading. */
 	dv_push_begin(&push, fs->se, ino);
@@ -499,6 +505,14 @@ static void dv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (size > obj->size - (uint64_t)off)
 		size = (size_t)(obj->size - (uint64_t)off);
+	if (obj->fill) {
+		int ret = dv_fill_wait(obj->fill, (uint64_t)off, size);
+
+		if (ret) {
+			fuse_reply_err(req, ret == -ECANCELED ? EIO : -ret);
+			return;
+		}
+	}
 	dv_stat_add(&fs_of(req)->read_bytes, size);
 	if (obj->fd >= 0) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);

@@ -168,15 +168,12 @@ static void tier_metrics(struct dv_text *t, struct dv_fs *fs,
 	}
 }
 
-static void fill_histogram(struct dv_text *t, struct dv_fs *fs)
+static void histogram(struct dv_text *t, const char *name, const char *help,
+		      const uint64_t buckets[DV_FILL_BUCKETS + 1], uint64_t sum_ns)
 {
-	uint64_t buckets[DV_FILL_BUCKETS + 1], cum = 0;
-	struct dv_hierarchy_stats hs;
-	const char *name = "datavofs_fill_duration_seconds";
+	uint64_t cum = 0;
 
-	dv_hierarchy_stats(fs->hier, &hs, buckets);
-	family(t, name, "histogram",
-	       "Time to fill a shard from the origin: fetch, verify and install.");
+	family(t, name, "histogram", help);
 	for (size_t b = 0; b < DV_FILL_BUCKETS; b++) {
 		cum += buckets[b];
 		dv_text_printf(t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
@@ -184,8 +181,34 @@ static void fill_histogram(struct dv_text *t, struct dv_fs *fs)
 	}
 	cum += buckets[DV_FILL_BUCKETS];
 	dv_text_printf(t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
-	dv_text_printf(t, "%s_sum %.9f\n", name, (double)hs.fill_ns_total / 1e9);
+	dv_text_printf(t, "%s_sum %.9f\n", name, (double)sum_ns / 1e9);
 	dv_text_printf(t, "%s_count %" PRIu64 "\n", name, cum);
+}
+
+static void fill_metrics(struct dv_text *t, struct dv_fs *fs)
+{
+	uint64_t buckets[DV_FILL_BUCKETS + 1];
+	struct dv_hierarchy_stats hs;
+
+	dv_hierarchy_stats(fs->hier, &hs, buckets);
+	histogram(t, "datavofs_fill_duration_seconds",
+		  "Time to fill a shard from the origin: fetch, verify and install.",
+		  buckets, hs.fill_ns_total);
+	dv_hierarchy_ttfb(fs->hier, buckets);
+	histogram(t, "datavofs_first_byte_seconds",
+		  "Streaming fills: from the open of a cold shard to its first read answered.",
+		  buckets, hs.ttfb_ns_total);
+	family(t, "datavofs_chunks_fetched_total", "counter",
+	       "Chunks of streaming fills fetched and verified.");
+	sample(t, "datavofs_chunks_fetched_total", hs.chunks_fetched);
+	family(t, "datavofs_chunk_waits_total", "counter",
+	       "Reads that waited for a chunk of a streaming fill.");
+	sample(t, "datavofs_chunk_waits_total", hs.chunk_waits);
+	family(t, "datavofs_streams", "gauge", "Streaming fills running now.");
+	sample(t, "datavofs_streams", hs.streams);
+	family(t, "datavofs_chunk_fetches_in_flight", "gauge",
+	       "Ranged fetches of streaming fills running now.");
+	sample(t, "datavofs_chunk_fetches_in_flight", hs.chunks_in_flight);
 }
 
 static void error_metrics(struct dv_text *t, struct dv_fs *fs,
@@ -306,7 +329,7 @@ char *dv_metrics_text(struct dv_fs *fs, size_t *len)
 	dv_status_snapshot(fs, &s);
 	global_metrics(&t, fs, &s);
 	error_metrics(&t, fs, &s);
-	fill_histogram(&t, fs);
+	fill_metrics(&t, fs);
 	upload_metrics(&t, fs);
 	tier_metrics(&t, fs, usage);
 	free(usage);

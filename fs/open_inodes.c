@@ -107,6 +107,9 @@ int dv_inode_backing(fuse_req_t req, uint64_t ino, int fd)
 	} else if (e->backed > 0) {
 		e->backed++;
 		id = e->backing_id;
+	} else if (e->opens > 1) {
+		/* The kernel cannot mix cached and passthrough opens. */
+		id = -EBUSY;
 	} else {
 		id = backing_open(req, fd);
 		if (id > 0) {

@@ -21,7 +21,8 @@ int dv_inode_open(uint64_t ino);
 /*
  * The backing id for @ino, registering @fd (borrowed; the kernel keeps its
  * own reference) on first use. The handle asking must have been counted by
- * dv_inode_open(). > 0, or -errno when refused.
+ * dv_inode_open(). > 0, or -errno when refused: -EBUSY when another
+ * handle of @ino is open without it (the kernel allows no mix).
  */
 int dv_inode_backing(fuse_req_t req, uint64_t ino, int fd);
 

@@ -14,6 +14,7 @@
 
 #include "metrics.h"
 #include "text.h"
+#include "tiers/core/fill.h"
 
 void dv_status_snapshot(struct dv_fs *fs, struct dv_status_totals *out)
 {
@@ -61,6 +62,36 @@ static void put_tier(struct dv_text *o, struct dv_tier *t, bool last)
 		       dv_stat_get(&t->stats.evictions),
 		       dv_stat_get(&t->stats.errors),
 		       dv_stat_get(&t->stats.verify_failures), last ? "" : ",");
+}
+
+static void put_stream(void *arg, struct dv_fill *f)
+{
+	struct dv_text *o = arg;
+	struct dv_fill_progress p;
+
+	dv_fill_progress(f, &p);
+	dv_text_printf(o, "%s\n    {\"shard\": ", o->len && o->buf[o->len - 1] == '[' ? "" : ",");
+	dv_text_json_str(o, dv_fill_label(f));
+	dv_text_printf(o, ", \"hash\": \"%s\", \"size\": %" PRIu64
+			  ", \"chunks\": %" PRIu32 ", \"done\": %" PRIu32
+			  ", \"in_flight\": %" PRIu32 ", \"failed\": %" PRIu32
+			  ", \"reused\": %" PRIu32 ", \"fetched_bytes\": %" PRIu64 "}",
+		       dv_fill_hash(f), dv_fill_size(f), p.chunks, p.done,
+		       p.in_flight, p.failed, p.reused, p.fetched_bytes);
+}
+
+/* Streaming fills: the totals, and each one running now with its progress. */
+static void put_streams(struct dv_text *o, struct dv_fs *fs,
+			const struct dv_status_totals *s)
+{
+	dv_text_printf(o, "  \"chunks_fetched\": %" PRIu64
+			  ",\n  \"chunk_waits\": %" PRIu64
+			  ",\n  \"chunk_fetches_in_flight\": %" PRIu64
+			  ",\n  \"streaming\": [",
+		       s->hier.chunks_fetched, s->hier.chunk_waits,
+		       s->hier.chunks_in_flight);
+	dv_hierarchy_streams(fs->hier, put_stream, o);
+	dv_text_printf(o, "%s],\n", o->len && o->buf[o->len - 1] == '[' ? "" : "\n  ");
 }
 
 static void put_errors(struct dv_text *o, struct dv_fs *fs,
@@ -140,6 +171,7 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 			   ",\n  \"dollars_saved\": %.4f,\n",
 		       s.served, dv_stat_get(&fs->read_bytes), s.saved,
 		       fs->cfg->dollars_per_gb, s.dollars);
+	put_streams(&o, fs, &s);
 	put_errors(&o, fs, &s);
 	dv_text_printf(&o, "  \"open_files\": %" PRIu64
 			   ",\n  \"read_errors\": %" PRIu64

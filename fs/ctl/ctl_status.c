@@ -87,6 +87,32 @@ static void print_tiers(struct doc *doc)
 	}
 }
 
+/* Streaming fills running now, with their progress. */
+static void print_streams(struct doc *doc)
+{
+	yaml_node_t *list = get(doc, doc->root, "streaming");
+	char sz[32];
+
+	printf("chunks:   %" PRIu64 " fetched, %" PRIu64 " reads waited, %" PRIu64
+	       " fetches in flight\n", num(doc, doc->root, "chunks_fetched"),
+	       num(doc, doc->root, "chunk_waits"),
+	       num(doc, doc->root, "chunk_fetches_in_flight"));
+	if (!list || list->type != YAML_SEQUENCE_NODE)
+		return;
+	for (yaml_node_item_t *i = list->data.sequence.items.start;
+	     i < list->data.sequence.items.top; i++) {
+		yaml_node_t *s = yaml_document_get_node(&doc->d, *i);
+		uint64_t n = num(doc, s, "chunks"), d = num(doc, s, "done");
+
+		printf("filling:  %s (%s): %" PRIu64 " of %" PRIu64
+		       " chunks (%" PRIu64 "%%), %" PRIu64 " in flight, %" PRIu64
+		       " failed, %" PRIu64 " reused\n", str(doc, s, "shard"),
+		       bytes(doc, s, "size", sz, sizeof(sz)), d, n,
+		       n ? d * 100 / n : 100, num(doc, s, "in_flight"),
+		       num(doc, s, "failed"), num(doc, s, "reused"));
+	}
+}
+
 static void print_errors(struct doc *doc)
 {
 	yaml_node_t *errs = get(doc, doc->root, "errors");
@@ -152,6 +178,7 @@ static void print_human(struct doc *doc, const char *mnt)
 	       num(doc, r, "fills"), bytes(doc, r, "fill_bytes", b, sizeof(b)),
 	       num(doc, r, "fill_errors"), num(doc, r, "verify_failures"),
 	       num(doc, r, "promotions"));
+	print_streams(doc);
 	printf("served:   %s; egress saved %s, about $%s at $%s/GB\n",
 	       bytes(doc, r, "bytes_served", a, sizeof(a)),
 	       bytes(doc, r, "bytes_saved", c, sizeof(c)),

@@ -532,6 +532,9 @@ static void entry_shard(const struct dsver *v, size_t i,
 	e->size = s->size;
 	memcpy(e->hash, s->hash, sizeof(e->hash));
 	memcpy(e->sha256, s->sha256, sizeof(e->sha256));
+	e->has_chunks = s->has_chunks;
+	if (s->has_chunks)
+		memcpy(e->chunks_pin, dv_manifest_chunks_pin(v->m, s), 32);
 	snprintf(e->dataset, sizeof(e->dataset), "%s", v->path);
 	e->revision = v->m->revision;
 	e->index = s->index;

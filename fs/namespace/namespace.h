@@ -51,6 +51,8 @@ struct dv_ns_entry {
 	uint64_t size;            /* shards */
 	char hash[65];            /* shards: content_hash */
 	uint8_t sha256[32];       /* shards */
+	bool has_chunks;          /* shards: the manifest pins a chunk list */
+	uint8_t chunks_pin[32];   /* shards, when has_chunks */
 	char dataset[512];        /* shards and dataset dirs: "demo/train@1" */
 	uint64_t revision;        /* shards */
 	uint64_t index;           /* shards: the manifest's "index" */

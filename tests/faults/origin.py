@@ -20,7 +20,9 @@ Which fault, per shard:
 SPEC is "KIND[,key=value...]". Every kind takes times=N (only the first N
 requests of that shard are faulted, the later ones served; default: all)
 and p=P (each request faulted with probability P; default 1); with
-times=N, then=KIND faults the later requests with KIND instead.
+times=N, then=KIND faults the later requests with KIND instead; from=B
+faults only the requests whose range starts at byte B or later (the
+chunks of a streaming fill from one on).
   status    code=500|503|... answer that status with a short body
   hang      read the request, never answer (until the client goes away)
   stall     send the headers and `at` bytes of body, then nothing
@@ -254,6 +256,8 @@ class Handler(BaseHTTPRequestHandler):
             self._log(416, kind, rng_text, sent)
             return
         start, end = rng if rng else (0, size - 1)
+        if kind and "from" in params and start < int(params["from"]):
+            kind, params = None, {}  # the fault starts at byte `from`
         if kind == "corrupt":
             at = int(params.get("at", size // 2))
             b = bytearray(data)

@@ -3,7 +3,8 @@
 # tests. Source it after lib.sh.
 #
 #   mktars DIR N [--kb KB] [--seed S]     N tar shards of samples in DIR
-#   publish DATASET SRC ORIGIN [ARGS…]    datavoctl publish
+#   publish DATASET SRC ORIGIN [ARGS…]    datavoctl publish (no chunk lists)
+#   publish_chunked DATASET SRC ORIGIN [ARGS…]  the same, with chunk lists
 #   write_config FILE TIERDIR [YAML…]     a shards.yaml with one folder tier
 #   shard_field ORIGIN DATASET SHARD KEY  a field of a shard in the manifest
 #   read_errno FILE                       reads FILE whole; prints 0 or the errno name
@@ -15,10 +16,20 @@ mktars() {
 	python3 "$DV_ROOT/tests/integration/mktars.py" "$@"
 }
 
+# The tests that count whole-shard GETs publish without chunk lists, so
+# their shards take the whole-fill path of an old manifest; the streaming
+# tests (t_cold_*.sh) use publish_chunked. DV_PUBLISH_OPTS overrides.
 publish() {
 	local dataset=$1 src=$2 origin=$3
 	shift 3
-	"$DATAVOCTL" publish --dataset "$dataset" "$@" "$src" "$origin" >/dev/null
+	# shellcheck disable=SC2086 # options, split on purpose
+	"$DATAVOCTL" publish --dataset "$dataset" ${DV_PUBLISH_OPTS---no-chunks} "$@" "$src" "$origin" >/dev/null
+}
+
+# publish_chunked DATASET SRC ORIGIN [ARGS…]: with chunk lists (default
+# 4 MiB chunks; pass --chunk-size SIZE for others).
+publish_chunked() {
+	DV_PUBLISH_OPTS="" publish "$@"
 }
 
 # write_config FILE TIERDIR [YAML LINE…]: short timeouts so that a dead

@@ -513,7 +513,7 @@ static struct dv_hierarchy *vm(const char *local)
 
 START_TEST(test_two_vms_share_the_bucket)
 {
-	struct dv_fetcher fetcher = { origin_fetch, NULL };
+	struct dv_fetcher fetcher = { .fetch = origin_fetch, .arg = NULL };
 	struct dv_hierarchy *vm1 = vm("vm1"), *vm2 = vm("vm2");
 	uint8_t sha[32];
 	struct dv_shard_ref ref = { .hash = HASH_B, .size = BIG, .sha256 = sha };
@@ -537,7 +537,7 @@ END_TEST
 
 START_TEST(test_denied_bucket_fails_the_read)
 {
-	struct dv_fetcher fetcher = { origin_fetch, NULL };
+	struct dv_fetcher fetcher = { .fetch = origin_fetch, .arg = NULL };
 	struct dv_hierarchy *h = vm("vm3");
 	uint8_t sha[32];
 	struct dv_shard_ref ref = { .hash = HASH_A, .size = 1000, .sha256 = sha };

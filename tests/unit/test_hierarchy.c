@@ -54,7 +54,7 @@ static int test_fetch(void *arg, const struct dv_shard_ref *ref,
 }
 
 static struct fetch_state fstate;
-static struct dv_fetcher fetcher = { test_fetch, &fstate };
+static struct dv_fetcher fetcher = { .fetch = test_fetch, .arg = &fstate };
 
 /* Log capture: counts warnings and keeps the last one. */
 static unsigned warnings;
@@ -529,7 +529,7 @@ static int counting_fetch(void *arg, const struct dv_shard_ref *ref,
 /* B1: sixteen processes race on one cold hash: one fetch. */
 START_TEST(test_b1_sixteen_processes_one_fetch)
 {
-	struct dv_fetcher f = { counting_fetch, NULL };
+	struct dv_fetcher f = { .fetch = counting_fetch, .arg = NULL };
 	pid_t pids[16];
 	size_t n;
 	char *count;
@@ -579,7 +579,7 @@ struct thread_arg {
 static void *thread_get(void *p)
 {
 	struct thread_arg *a = p;
-	struct dv_fetcher f = { counting_fetch, NULL };
+	struct dv_fetcher f = { .fetch = counting_fetch, .arg = NULL };
 	struct dv_shard_ref r = ref_a();
 	struct dv_object o;
 
@@ -639,7 +639,7 @@ START_TEST(test_b4_sigkill_in_fetcher)
 	if (pid == 0) {
 		struct dv_tier *t[2] = { folder("a", 0), folder("b", 0) };
 		struct dv_hierarchy *h = make(t, 2, DV_VERIFY_FILL);
-		struct dv_fetcher f = { stalling_fetch, pipefd };
+		struct dv_fetcher f = { .fetch = stalling_fetch, .arg = pipefd };
 		struct dv_shard_ref r = ref_a();
 		struct dv_object o;
 

@@ -505,7 +505,7 @@ START_TEST(test_two_vms_share_the_bucket)
 	int fd = make_file("shard", size, 7, sha);
 	char path[PATH_MAX];
 	struct counting_fetch f = { .path = path };
-	struct dv_fetcher fetcher = { file_fetch, &f };
+	struct dv_fetcher fetcher = { .fetch = file_fetch, .arg = &f };
 	struct dv_shard_ref ref = { .hash = HASH, .size = size, .sha256 = sha,
 				    .label = "demo/shard-0.tar" };
 	struct dv_hierarchy *vm1 = vm("vm1"), *vm2;

@@ -15,7 +15,7 @@
  * The staging file is renamed into the landing tier last, after the other
  * tiers copied from it; remote tiers upload from the installed file.
  */
-#include "hierarchy.h"
+#include "hierarchy_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,25 +39,6 @@ const double dv_fill_bucket_bounds[DV_FILL_BUCKETS] = {
 	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 };
 
-struct dv_hierarchy {
-	struct dv_tier **tiers;
-	size_t n;
-	enum dv_verify_mode verify;
-	size_t landing;          /* topmost folder tier (R6) */
-	size_t *lock_order;      /* lockable tiers, by lock_key, no twins */
-	size_t nlocks;
-	struct dv_uploader *up;  /* NULL without remote tiers (B5) */
-	struct dv_hierarchy_stats stats;           /* atomic counters */
-	uint64_t fill_buckets[DV_FILL_BUCKETS + 1]; /* last: +Inf */
-};
-
-/* The locks of one get_or_fetch call. */
-struct held_locks {
-	size_t tier[16];
-	int fd[16];
-	size_t n;
-};
-
 size_t dv_hierarchy_ntiers(const struct dv_hierarchy *h)
 {
 	return h->n;
@@ -68,19 +49,19 @@ struct dv_tier *dv_hierarchy_tier(const struct dv_hierarchy *h, size_t i)
 	return i < h->n ? h->tiers[i] : NULL;
 }
 
-static const char *label_of(const struct dv_shard_ref *ref)
+const char *dv_hier_label(const struct dv_shard_ref *ref)
 {
 	return ref->label ? ref->label : ref->hash;
 }
 
-static bool is_remote(const struct dv_tier *t)
+bool dv_hier_is_remote(const struct dv_tier *t)
 {
 	return dv_tier_has(t, DV_TIER_REMOTE);
 }
 
 /* ---- locks ---- */
 
-static void lock_all(struct dv_hierarchy *h, const char *hash,
+void dv_hier_lock_all(struct dv_hierarchy *h, const char *hash,
 		     struct held_locks *held)
 {
 	held->n = 0;
@@ -99,7 +80,7 @@ static void lock_all(struct dv_hierarchy *h, const char *hash,
 	}
 }
 
-static void unlock_all(struct dv_hierarchy *h, const char *hash,
+void dv_hier_unlock_all(struct dv_hierarchy *h, const char *hash,
 		       struct held_locks *held)
 {
 	while (held->n > 0) {
@@ -136,7 +117,7 @@ static int open_local(struct dv_hierarchy *h, size_t i,
 	if (ret == 0 && memcmp(digest, ref->sha256, 32) == 0)
 		return 0;
 	dv_warn("tier '%s': %s (%s) does not match its sha256: removing it",
-		t->name, label_of(ref), ref->hash);
+		t->name, dv_hier_label(ref), ref->hash);
 	dv_stat_add(&t->stats.verify_failures, 1);
 	dv_stat_add(&h->stats.verify_failures, 1);
 	dv_object_release(out);
@@ -165,13 +146,13 @@ static int find(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		if (ret == -ENOENT || ret == -EBADMSG)
 			continue;
 		dv_stat_add(&t->stats.errors, 1);
-		if (ret == -EACCES && is_remote(t)) {
+		if (ret == -EACCES && dv_hier_is_remote(t)) {
 			dv_err("tier '%s': access denied looking up %s: check its credentials",
-			       t->name, label_of(ref));
+			       t->name, dv_hier_label(ref));
 			return -EACCES;
 		}
 		dv_warn("tier '%s': lookup of %s failed: %s", t->name,
-			label_of(ref), strerror(-ret));
+			dv_hier_label(ref), strerror(-ret));
 	}
 	return 0;
 }
@@ -196,7 +177,7 @@ static bool install_into(struct dv_tier *t, const struct dv_shard_ref *ref,
 	if (t->max_bytes && ref->size > t->max_bytes) {
 		dv_warn("tier '%s': skipping %s (%" PRIu64
 			" bytes): larger than its max_bytes %" PRIu64,
-			t->name, label_of(ref), ref->size, t->max_bytes);
+			t->name, dv_hier_label(ref), ref->size, t->max_bytes);
 		return false;
 	}
 	ret = t->ops->install(t, ref->hash, fd, path, ref->size, flags);
@@ -205,10 +186,10 @@ static bool install_into(struct dv_tier *t, const struct dv_shard_ref *ref,
 	dv_stat_add(&t->stats.errors, 1);
 	if (ret == -ENOSPC || ret == -EFBIG)
 		dv_warn("tier '%s': no room for %s (%" PRIu64 " bytes), skipped",
-			t->name, label_of(ref), ref->size);
+			t->name, dv_hier_label(ref), ref->size);
 	else
 		dv_warn("tier '%s': install of %s failed: %s", t->name,
-			label_of(ref), strerror(-ret));
+			dv_hier_label(ref), strerror(-ret));
 	return false;
 }
 
@@ -221,17 +202,17 @@ static void upload_later(struct dv_hierarchy *h, struct dv_tier *t,
 	if (t->max_bytes && ref->size > t->max_bytes) {
 		dv_warn("tier '%s': skipping %s (%" PRIu64
 			" bytes): larger than its max_bytes %" PRIu64,
-			t->name, label_of(ref), ref->size, t->max_bytes);
+			t->name, dv_hier_label(ref), ref->size, t->max_bytes);
 		return;
 	}
 	copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (copy < 0) {
 		dv_warn("tier '%s': cannot queue the upload of %s: %s", t->name,
-			label_of(ref), strerror(errno));
+			dv_hier_label(ref), strerror(errno));
 		return;
 	}
 	dv_uploader_enqueue(h->up, t, ref->hash, copy, ref->size,
-			    label_of(ref));
+			    dv_hier_label(ref));
 }
 
 /*
@@ -240,7 +221,7 @@ static void upload_later(struct dv_hierarchy *h, struct dv_tier *t,
  * @move_into, when < limit, is the tier whose staging file @path is: it is
  * renamed in last. Returns the topmost local tier that accepted, or -1.
  */
-static ssize_t install_all(struct dv_hierarchy *h,
+ssize_t dv_hier_install_all(struct dv_hierarchy *h,
 			   const struct dv_shard_ref *ref, int fd,
 			   const char *path, size_t limit, size_t move_into,
 			   ssize_t skip)
@@ -253,7 +234,7 @@ static ssize_t install_all(struct dv_hierarchy *h,
 
 		if ((ssize_t)j == skip || j == move_into)
 			continue;
-		if (is_remote(t)) {
+		if (dv_hier_is_remote(t)) {
 			any_remote = true;
 			continue;
 		}
@@ -267,13 +248,13 @@ static ssize_t install_all(struct dv_hierarchy *h,
 	if (!any_remote)
 		return top;
 	for (size_t j = 0; j < limit; j++) {
-		if ((ssize_t)j != skip && is_remote(h->tiers[j]))
+		if ((ssize_t)j != skip && dv_hier_is_remote(h->tiers[j]))
 			upload_later(h, h->tiers[j], ref, fd);
 	}
 	return top;
 }
 
-static double now_seconds(void)
+double dv_hier_now(void)
 {
 	struct timespec ts;
 
@@ -281,7 +262,7 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void observe_fill(struct dv_hierarchy *h, double seconds)
+void dv_hier_observe_fill(struct dv_hierarchy *h, double seconds)
 {
 	size_t b = 0;
 
@@ -299,7 +280,7 @@ static void observe_fill(struct dv_hierarchy *h, double seconds)
  * to the next folder tier, and the cached shards stay. Filesystems
  * without fallocate are not refused.
  */
-static int reserve_staging(struct dv_tier *t, struct dv_staged *st,
+int dv_hier_reserve(struct dv_tier *t, struct dv_staged *st,
 			   uint64_t size)
 {
 	if (size == 0 || fallocate(st->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)size) == 0)
@@ -329,7 +310,7 @@ static int stage_in_landing(struct dv_hierarchy *h, const char *hash,
 			continue;
 		ret = t->ops->stage_open(t, hash, st);
 		if (ret == 0) {
-			ret = reserve_staging(t, st, size);
+			ret = dv_hier_reserve(t, st, size);
 			if (ret == 0) {
 				*where = i;
 				return 0;
@@ -368,7 +349,7 @@ static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 
 	ret = stage_in_landing(h, ref->hash, ref->size, st, where);
 	if (ret) {
-		dv_err("%s: no folder tier can stage it: %s", label_of(ref),
+		dv_err("%s: no folder tier can stage it: %s", dv_hier_label(ref),
 		       strerror(-ret));
 		return ret;
 	}
@@ -381,20 +362,20 @@ static int stream_in(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		ret = dv_sink_finish(&sink);
 	if (ret == -EBADMSG) {
 		dv_err("%s (%s): bytes from %s do not match the manifest's sha256; discarded",
-		       label_of(ref), ref->hash, from);
+		       dv_hier_label(ref), ref->hash, from);
 		dv_stat_add(&h->stats.verify_failures, 1);
 		ret = -EIO;
 	} else if (ret == -EFBIG) {
 		dv_err("%s (%s): %s sent more than the expected %" PRIu64
-		       " bytes; discarded", label_of(ref), ref->hash, from,
+		       " bytes; discarded", dv_hier_label(ref), ref->hash, from,
 		       ref->size);
 		ret = -EIO;
 	} else if (ret == -EIO && sink.written != ref->size) {
 		dv_err("%s (%s): %s sent %" PRIu64 " of %" PRIu64
-		       " bytes; discarded", label_of(ref), ref->hash, from,
+		       " bytes; discarded", dv_hier_label(ref), ref->hash, from,
 		       sink.written, ref->size);
 	} else if (ret) {
-		dv_err("%s (%s): fetch from %s failed: %s", label_of(ref),
+		dv_err("%s (%s): fetch from %s failed: %s", dv_hier_label(ref),
 		       ref->hash, from, strerror(-ret));
 	}
 	dv_sink_release(&sink);
@@ -451,11 +432,11 @@ static int open_installed(struct dv_hierarchy *h,
 			  struct dv_object *out)
 {
 	for (size_t i = top; i < h->n; i++) {
-		if (!is_remote(h->tiers[i]) && open_local(h, i, ref, out) == 0)
+		if (!dv_hier_is_remote(h->tiers[i]) && open_local(h, i, ref, out) == 0)
 			return 0;
 	}
 	dv_info("%s: evicted before it could be opened; walking again",
-		label_of(ref));
+		dv_hier_label(ref));
 	return -ESTALE;
 }
 
@@ -464,7 +445,7 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		const struct dv_fetcher *fetcher, struct dv_object *out)
 {
 	struct dv_staged st = { .fd = -1 };
-	double t0 = now_seconds(), t1, t2;
+	double t0 = dv_hier_now(), t1, t2;
 	size_t where;
 	ssize_t top;
 	int ret;
@@ -476,16 +457,16 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		return ret;
 	}
 	dv_stat_add(&h->stats.fetch_bytes, ref->size);
-	t1 = now_seconds();
-	top = install_all(h, ref, st.fd, st.path, h->n, where, -1);
+	t1 = dv_hier_now();
+	top = dv_hier_install_all(h, ref, st.fd, st.path, h->n, where, -1);
 	staged_done(h, where, &st);
-	t2 = now_seconds();
-	observe_fill(h, t2 - t0);
+	t2 = dv_hier_now();
+	dv_hier_observe_fill(h, t2 - t0);
 	dv_debug("%s: filled in %.3f s (fetched and verified %.3f s, installed %.3f s)",
-		 label_of(ref), t2 - t0, t1 - t0, t2 - t1);
+		 dv_hier_label(ref), t2 - t0, t1 - t0, t2 - t1);
 	if (top < 0) {
 		dv_err("%s: no tier accepted it (%" PRIu64 " bytes)",
-		       label_of(ref), ref->size);
+		       dv_hier_label(ref), ref->size);
 		return -ENOSPC;
 	}
 	return open_installed(h, ref, (size_t)top, out);
@@ -495,7 +476,7 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 			  size_t i, struct dv_object *out)
 {
-	struct dv_fetcher src = { remote_fetch, h->tiers[i] };
+	struct dv_fetcher src = { .fetch = remote_fetch, .arg = h->tiers[i] };
 	struct dv_staged st = { .fd = -1 };
 	size_t where;
 	ssize_t top;
@@ -509,11 +490,11 @@ static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 		return -EAGAIN;
 	}
 	dv_stat_add(&h->stats.promotions, 1);
-	top = install_all(h, ref, st.fd, st.path, i, where, -1);
+	top = dv_hier_install_all(h, ref, st.fd, st.path, i, where, -1);
 	staged_done(h, where, &st);
 	if (top < 0) {
 		dv_err("%s: found in remote tier '%s' but no faster folder tier could take it",
-		       label_of(ref), h->tiers[i]->name);
+		       dv_hier_label(ref), h->tiers[i]->name);
 		return -ENOSPC;
 	}
 	return open_installed(h, ref, (size_t)top, out);
@@ -527,14 +508,14 @@ static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 static int promote_object(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 			  size_t i, struct dv_object *src, struct dv_object *out)
 {
-	struct dv_fetcher f = { object_fetch, src };
+	struct dv_fetcher f = { .fetch = object_fetch, .arg = src };
 	struct dv_staged st = { .fd = -1 };
 	ssize_t top = -1;
 	size_t where;
 
 	if (h->landing < i &&
 	    stream_in(h, ref, &f, h->tiers[i]->name, &st, &where) == 0) {
-		top = install_all(h, ref, st.fd, st.path, i, where, -1);
+		top = dv_hier_install_all(h, ref, st.fd, st.path, i, where, -1);
 		staged_done(h, where, &st);
 	}
 	if (top < 0) {
@@ -560,10 +541,10 @@ static int promote_local(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	if (src.fd < 0)
 		return promote_object(h, ref, i, &src, out);
 	dv_stat_add(&h->stats.promotions, 1);
-	top = install_all(h, ref, src.fd, src.path, i, h->n, -1);
+	top = dv_hier_install_all(h, ref, src.fd, src.path, i, h->n, -1);
 	if (top < 0) {
 		dv_warn("%s: no faster tier took it; served from tier '%s'",
-			label_of(ref), h->tiers[i]->name);
+			dv_hier_label(ref), h->tiers[i]->name);
 		*out = src;
 		return 0;
 	}
@@ -572,8 +553,13 @@ static int promote_local(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 }
 
 /* With the locks held: walk again and act on what is found. */
+/*
+ * With the locks @held: walk again and act on what is found. 1 when a
+ * streaming fill took the locks over (stream.c).
+ */
 static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-		      const struct dv_fetcher *fetcher, struct dv_object *out)
+		      const struct dv_fetcher *fetcher,
+		      struct held_locks *held, struct dv_object *out)
 {
 	size_t from = 0;
 	unsigned rewalks = 0;
@@ -585,9 +571,12 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		if (ret)
 			return ret;
 		count_walk(h, i);
-		if (i < 0)
-			ret = fill(h, ref, fetcher, out);
-		else if (is_remote(h->tiers[i]))
+		if (i < 0) {
+			ret = dv_hier_stream(h, ref, fetcher, held, out);
+			if (ret == 0)
+				ret = fill(h, ref, fetcher, out);
+		}
+		else if (dv_hier_is_remote(h->tiers[i]))
 			ret = promote_remote(h, ref, (size_t)i, out);
 		else if (i == 0)
 			ret = open_local(h, 0, ref, out) ? -EAGAIN : 0;
@@ -599,7 +588,7 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		}
 		if (ret == -ESTALE) {
 			dv_err("%s: evicted again and again before it could be opened",
-			       label_of(ref));
+			       dv_hier_label(ref));
 			return -EIO;
 		}
 		if (i < 0 || ret != -EAGAIN)
@@ -622,21 +611,33 @@ int dv_hierarchy_get_or_fetch(struct dv_hierarchy *h,
 		return -EINVAL;
 
 	/* Fast path: a plain hit on top, no lock (R1, R5). */
-	if (h->verify != DV_VERIFY_ALWAYS && !is_remote(h->tiers[0]) &&
+	if (h->verify != DV_VERIFY_ALWAYS && !dv_hier_is_remote(h->tiers[0]) &&
 	    h->tiers[0]->ops->lookup(h->tiers[0], ref->hash, ref->size) == 0 &&
 	    open_local(h, 0, ref, out) == 0) {
 		dv_stat_add(&h->tiers[0]->stats.hits, 1);
 		return 0;
 	}
 
-	lock_all(h, ref->hash, &held);
-	ret = locked_get(h, ref, fetcher, out);
-	unlock_all(h, ref->hash, &held);
+	/* A fill of this shard streaming in this daemon: read along. */
+	if (dv_hier_stream_join(h, ref, out))
+		return 0;
+	dv_hier_lock_all(h, ref->hash, &held);
+	ret = locked_get(h, ref, fetcher, &held, out);
+	if (ret == 1) /* the stream holds the locks until it ends */
+		return out->fill ? 0 : -EMFILE;
+	dv_hier_unlock_all(h, ref->hash, &held);
 	return ret;
 }
 
 void dv_object_release(struct dv_object *obj)
 {
+	if (obj->fill) {
+		/* A streaming object: its own fd, no pin, the fill goes on. */
+		dv_fill_go(obj->fill);
+		dv_fill_put(obj->fill);
+		obj->fill = NULL;
+		obj->tier = NULL;
+	}
 	if (!obj->tier) {
 		if (obj->fd >= 0)
 			close(obj->fd);
@@ -703,7 +704,7 @@ static int plan_locks(struct dv_hierarchy *h)
 static int start_uploader(struct dv_hierarchy *h)
 {
 	for (size_t i = 0; i < h->n; i++) {
-		if (is_remote(h->tiers[i]))
+		if (dv_hier_is_remote(h->tiers[i]))
 			return dv_uploader_new(UPLOAD_QUEUE, UPLOAD_THREADS, &h->up);
 	}
 	return 0;
@@ -725,6 +726,7 @@ int dv_hierarchy_from_tiers(struct dv_tier **tiers, size_t ntiers,
 	h->n = ntiers;
 	h->verify = verify;
 	h->landing = ntiers;
+	dv_hier_streams_init(h, NULL);
 	for (size_t i = 0; i < ntiers; i++) {
 		if (dv_tier_is_folder(tiers[i])) {
 			h->landing = i;
@@ -796,6 +798,8 @@ int dv_hierarchy_new(const struct dv_config *cfg, struct dv_hierarchy **out,
 	}
 	ret = dv_hierarchy_from_tiers(tiers, cfg->ntiers, cfg->verify, out,
 				      err, errlen);
+	if (ret == 0)
+		dv_hierarchy_set_fill(*out, &cfg->fill);
 	free(tiers);
 	return ret;
 }
@@ -805,6 +809,7 @@ void dv_hierarchy_free(struct dv_hierarchy *h)
 	if (!h)
 		return;
 	/* Workers read the tiers: stop them first. */
+	dv_hier_streams_release(h);
 	dv_uploader_free(h->up, UPLOAD_GRACE_MS);
 	for (size_t i = 0; i < h->n; i++)
 		dv_tier_free(h->tiers[i]);
@@ -813,10 +818,11 @@ void dv_hierarchy_free(struct dv_hierarchy *h)
 	free(h);
 }
 
-void dv_hierarchy_stats(const struct dv_hierarchy *h,
+void dv_hierarchy_stats(struct dv_hierarchy *h,
 			struct dv_hierarchy_stats *out,
 			uint64_t fill_buckets[DV_FILL_BUCKETS + 1])
 {
+	dv_hier_stream_stats(h, out);
 	out->fetches = dv_stat_get(&h->stats.fetches);
 	out->fetch_bytes = dv_stat_get(&h->stats.fetch_bytes);
 	out->fetch_errors = dv_stat_get(&h->stats.fetch_errors);

@@ -25,6 +25,7 @@
 #include "tier.h"
 #include "upload.h"
 
+struct dv_fill_config;
 struct dv_hierarchy;
 
 struct dv_hierarchy_stats {
@@ -34,6 +35,13 @@ struct dv_hierarchy_stats {
 	uint64_t verify_failures;
 	uint64_t promotions;
 	uint64_t fill_ns_total;
+	/* Streaming fills (fill.h): ended ones and those running now. */
+	uint64_t chunks_fetched; /* chunks fetched and verified */
+	uint64_t chunk_waits;    /* reads that waited for a chunk */
+	uint64_t streams;        /* fills streaming now (gauge) */
+	uint64_t chunks_in_flight; /* ranged fetches running now (gauge) */
+	uint64_t ttfb_ns_total;  /* open to first byte, summed over streams */
+	uint64_t ttfb_count;
 };
 
 /* Fill latency buckets (seconds, upper bounds) for the histogram. */
@@ -67,7 +75,10 @@ struct dv_tier *dv_hierarchy_tier(const struct dv_hierarchy *h, size_t i);
  * Returns the shard as a local object in @out (R1-R5, B1, B2). On success
  * @out is open (release with dv_object_release) and out->tier is the tier
  * that serves the read: a DIRECT_READ tier with an open fd, or a local
- * non-file tier. Errors: -EINVAL bad hash; -EIO fetch or verification
+ * non-file tier. A cold shard with a chunk list (ref->chunks_pin, and a
+ * fetcher with ranges) may come back still filling: out->fill is then
+ * set, out->fd is its staging file, and a read must first
+ * dv_fill_wait() for its bytes (fill.h). Errors: -EINVAL bad hash; -EIO fetch or verification
  * failed; -ENOSPC no tier accepted the shard; other -errno from the
  * fetcher (-ENOENT, -ETIMEDOUT, -EACCES); -EACCES also when a remote tier
  * refuses our credentials. Remote tiers are filled in the background (B5).
@@ -77,6 +88,18 @@ int dv_hierarchy_get_or_fetch(struct dv_hierarchy *h,
 			      const struct dv_shard_ref *ref,
 			      const struct dv_fetcher *fetcher,
 			      struct dv_object *out);
+
+/*
+ * How shards with a chunk list are filled (config's fill:): streaming on
+ * or off, fetches per shard and per daemon, how long a read waits. Call
+ * before the first get_or_fetch; the defaults are DV_FILL_*.
+ */
+void dv_hierarchy_set_fill(struct dv_hierarchy *h,
+			   const struct dv_fill_config *cfg);
+
+/* Fills streaming now, for status: calls @fn once for each. */
+void dv_hierarchy_streams(struct dv_hierarchy *h,
+			  void (*fn)(void *arg, struct dv_fill *f), void *arg);
 
 /* Closes an object returned by get_or_fetch; unpins it (B6). */
 void dv_object_release(struct dv_object *obj);
@@ -104,8 +127,15 @@ void dv_hierarchy_upload_stats(struct dv_hierarchy *h,
  * gets per-bucket fill counts, not cumulative; the last one counts fills
  * slower than the largest bound.
  */
-void dv_hierarchy_stats(const struct dv_hierarchy *h,
+void dv_hierarchy_stats(struct dv_hierarchy *h,
 			struct dv_hierarchy_stats *out,
 			uint64_t fill_buckets[DV_FILL_BUCKETS + 1]);
+
+/*
+ * Time to first byte of streaming fills (from the open to the first read
+ * answered), per bucket of dv_fill_bucket_bounds, like fill_buckets.
+ */
+void dv_hierarchy_ttfb(struct dv_hierarchy *h,
+		       uint64_t buckets[DV_FILL_BUCKETS + 1]);
 
 #endif

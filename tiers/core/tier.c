@@ -278,6 +278,12 @@ void dv_tier_def_stage_discard(struct dv_tier *t, struct dv_staged *st)
 {
 }
 
+int dv_tier_def_stage_resume(struct dv_tier *t, const char *hash,
+			     struct dv_staged *st, bool *resumed)
+{
+	return -ENOTSUP;
+}
+
 int dv_tier_def_free_space(struct dv_tier *t, uint64_t bytes)
 {
 	return -ENOSPC;

@@ -36,6 +36,7 @@ enum dv_install_flags {
 	DV_INSTALL_MOVE = 1 << 0,
 };
 
+struct dv_fill;
 struct dv_tier;
 
 /* A shard opened for reading from one tier. */
@@ -47,6 +48,7 @@ struct dv_object {
 	char hash[65];
 	uint64_t size;
 	void *handle;            /* backend state for non-file objects */
+	struct dv_fill *fill;    /* still filling (hierarchy.h); or NULL */
 };
 
 /* A staging file in a folder tier: exclusive, flocked while alive (B4). */
@@ -200,6 +202,15 @@ struct dv_tier_ops {
 			  struct dv_staged *st);
 	/* Removes and closes a staging file that was not installed. */
 	void (*stage_discard)(struct dv_tier *t, struct dv_staged *st);
+	/*
+	 * Folder tiers: the staging file of a streaming fill of @hash,
+	 * .staging/<hash>.partial, opened as it is when a killed daemon left
+	 * one (*@resumed true; its chunks are checked before use, fill.h),
+	 * else created empty. The caller holds @hash's lock. Concurrent.
+	 * Default: -ENOTSUP.
+	 */
+	int (*stage_resume)(struct dv_tier *t, const char *hash,
+			    struct dv_staged *st, bool *resumed);
 
 	/*
 	 * Folder tiers: evicts least recently used objects that are not open
@@ -360,6 +371,8 @@ void dv_tier_def_unlock(struct dv_tier *t, const char *hash, int lock_fd);
 int dv_tier_def_stage_open(struct dv_tier *t, const char *hash,
 			   struct dv_staged *st);
 void dv_tier_def_stage_discard(struct dv_tier *t, struct dv_staged *st);
+int dv_tier_def_stage_resume(struct dv_tier *t, const char *hash,
+			     struct dv_staged *st, bool *resumed);
 int dv_tier_def_free_space(struct dv_tier *t, uint64_t bytes);
 int dv_tier_def_remove(struct dv_tier *t, const char *hash);
 int dv_tier_def_usage(struct dv_tier *t, struct dv_tier_usage *u);
@@ -437,6 +450,12 @@ static inline void dv_tier_stage_discard(struct dv_tier *t,
 					 struct dv_staged *st)
 {
 	DV_TIER_OP(t, stage_discard)(t, st);
+}
+
+static inline int dv_tier_stage_resume(struct dv_tier *t, const char *hash,
+				       struct dv_staged *st, bool *resumed)
+{
+	return DV_TIER_OP(t, stage_resume)(t, hash, st, resumed);
 }
 
 static inline int dv_tier_free_space(struct dv_tier *t, uint64_t bytes)

@@ -9,7 +9,9 @@
  *
  * Staging files are flocked by the process writing them. Whatever in
  * .staging/ or .locks/ can be flocked at open time belongs to nobody alive
- * and is removed (B4).
+ * and is removed (B4), but for the .partial files of streaming fills less
+ * than a day old: every chunk in them is checked again before it is used,
+ * so a fill killed halfway resumes where it stopped.
  *
  * Durability. An install does not wait for the disk: it leaves a marker in
  * .unsynced/ and the syncer makes the file durable in the background
@@ -31,12 +33,15 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/log.h"
 #include "config/perms.h"
 #include "config/util.h"
 #include "syncer.h"
+
+#define PARTIAL_KEEP (24 * 3600) /* s a streaming fill's staging file is kept */
 
 struct folder_tier {
 	struct dv_tier base;
@@ -73,6 +78,17 @@ static int object_path(struct folder_tier *ft, char *buf, const char *hash)
 }
 
 /* Removes whatever in @dir nobody holds an flock on (B4). */
+/* A streaming fill's staging file, kept for a resume (fill.h). */
+static bool young_partial(int dirfd, const char *name)
+{
+	size_t len = strlen(name);
+	struct stat st;
+
+	return len > 8 && strcmp(name + len - 8, ".partial") == 0 &&
+	       fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && time(NULL) - st.st_mtime < PARTIAL_KEEP;
+}
+
 static void clean_unlocked(const char *dir, const char *what)
 {
 	DIR *d = opendir(dir);
@@ -84,7 +100,7 @@ static void clean_unlocked(const char *dir, const char *what)
 	while ((de = readdir(d)) != NULL) {
 		int fd;
 
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || young_partial(dirfd(d), de->d_name))
 			continue;
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
@@ -426,6 +442,33 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 		return ret;
 	}
 	return 0;
+}
+
+static int folder_stage_resume(struct dv_tier *t, const char *hash,
+			       struct dv_staged *st, bool *resumed)
+{
+	struct folder_tier *ft = folder_downcast(t);
+	struct stat sb;
+	int ret = sub_path(ft, st->path, "/.staging/", hash, ".partial");
+
+	if (ret)
+		return ret;
+	*resumed = lstat(st->path, &sb) == 0 && S_ISREG(sb.st_mode);
+	st->fd = open(st->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	if (st->fd < 0) {
+		ret = -errno;
+		dv_warn("tier '%s': cannot open %s: %s", t->name, st->path,
+			strerror(-ret));
+		return ret;
+	}
+	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+	if (!ret)
+		ret = dv_perms_apply_fd(st->fd, &ft->perms);
+	if (ret) {
+		close(st->fd);
+		st->fd = -1;
+	}
+	return ret;
 }
 
 static void folder_stage_discard(struct dv_tier *t, struct dv_staged *st)
@@ -788,6 +831,7 @@ const struct dv_tier_ops dv_tier_folder_ops = {
 	.unlock = folder_unlock,
 	.stage_open = folder_stage_open,
 	.stage_discard = folder_stage_discard,
+	.stage_resume = folder_stage_resume,
 	.free_space = folder_free_space,
 	.remove = folder_remove,
 	.usage = folder_usage,

@@ -521,7 +521,12 @@ static void setup_transfer(CURL *c, const struct dv_http_request *req,
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, x->resp->detail);
-	if (req->ranged) {
+	if (req->ranged && req->range_len) {
+		snprintf(range, rangelen, "%llu-%llu",
+			 (unsigned long long)req->range_start,
+			 (unsigned long long)(req->range_start + req->range_len - 1));
+		curl_easy_setopt(c, CURLOPT_RANGE, range);
+	} else if (req->ranged) {
 		snprintf(range, rangelen, "%llu-",
 			 (unsigned long long)req->range_start);
 		curl_easy_setopt(c, CURLOPT_RANGE, range);

@@ -103,6 +103,7 @@ struct dv_http_request {
 	const char *const *headers;  /* "Name: value", NULL-terminated; or NULL */
 	bool ranged;                 /* send Range: bytes=<range_start>- */
 	uint64_t range_start;
+	uint64_t range_len;          /* with ranged: bytes asked for; 0: to the end */
 	uint64_t max_body;           /* 2xx body larger than this: -EFBIG; 0: no limit */
 	bool decompress;             /* Accept-Encoding with what libcurl decodes */
 	bool follow_redirects;       /* same scheme only; never on signed calls */

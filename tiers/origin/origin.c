@@ -9,9 +9,12 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "config/log.h"
+#include "tiers/core/chunks.h"
 #include "tiers/net/http.h"
 #include "origin_impl.h"
 
@@ -84,8 +87,45 @@ static int origin_fetch(void *arg, const struct dv_shard_ref *ref,
 	return o->ops->fetch_shard(o, ref->hash, ref->size, sink);
 }
 
+/* shards/<hash>.chunks, checked against the manifest's pin. */
+static int origin_chunks(void *arg, const struct dv_shard_ref *ref,
+			 struct dv_chunks *out)
+{
+	struct dv_origin *o = arg;
+	char rel[96], why[160], *body = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (!ref->chunks_pin)
+		return -EINVAL;
+	snprintf(rel, sizeof(rel), "shards/%s.chunks", ref->hash);
+	ret = o->ops->get_doc(o, rel, NULL, &body, &len, NULL);
+	if (ret == 0) {
+		ret = dv_chunks_parse(body, len, ref->chunks_pin, ref->size,
+				      out, why, sizeof(why));
+		if (ret)
+			dv_err("origin: %s (%s): %s", rel,
+			       ref->label ? ref->label : ref->hash, why);
+	}
+	free(body);
+	return ret;
+}
+
+static int origin_fetch_range(void *arg, const struct dv_shard_ref *ref,
+			      uint64_t off, uint64_t len, void *buf)
+{
+	struct dv_origin *o = arg;
+
+	return o->ops->fetch_range(o, ref->hash, ref->size, off, len, buf);
+}
+
 void dv_origin_fetcher(struct dv_origin *o, struct dv_fetcher *out)
 {
+	memset(out, 0, sizeof(*out));
 	out->fetch = origin_fetch;
 	out->arg = o;
+	if (o->ops->fetch_range) {
+		out->chunks = origin_chunks;
+		out->fetch_range = origin_fetch_range;
+	}
 }

@@ -42,6 +42,18 @@ struct dv_origin_ops {
 	 */
 	int (*fetch_shard)(struct dv_origin *o, const char *hash,
 			   uint64_t size, struct dv_sink *sink);
+	/*
+	 * Reads bytes [@off, @off + @len) of shards/<hash>.tar, an object of
+	 * @size bytes, into @buf: one ranged GET, retried and resumed like
+	 * fetch_shard. Checks nothing but the length: the caller verifies
+	 * (a chunk list, chunks.h). 0, or -EPROTO when the origin does not
+	 * serve that range (it ignored the Range: the caller fetches the
+	 * shard whole), -ENOENT, -EACCES, -ETIMEDOUT, -EIO. Thread-safe.
+	 * May be NULL: the origin has no ranged reads.
+	 */
+	int (*fetch_range)(struct dv_origin *o, const char *hash,
+			   uint64_t size, uint64_t off, uint64_t len,
+			   void *buf);
 	void (*destroy)(struct dv_origin *o);
 };
 

@@ -24,6 +24,7 @@
 #include "config/util.h"
 #include "tiers/net/call.h"
 #include "tiers/net/http.h"
+#include "tiers/net/http_range.h"
 #include "tiers/net/http_sink.h"
 #include "origin_impl.h"
 #include "origin.h"
@@ -246,6 +247,57 @@ static int http_fetch_shard(struct dv_origin *base, const char *hash,
 	return ret;
 }
 
+/* ---- parts of shards ---- */
+
+struct range_ctx {
+	struct http_origin *o;
+	const char *url;
+	struct dv_http_range_get get;
+};
+
+static int range_attempt(void *arg, struct dv_http_response *resp)
+{
+	struct range_ctx *r = arg;
+	struct dv_http_request req = { .url = r->url, .follow_redirects = true };
+	int ret;
+
+	if (dv_http_range_prepare(&r->get, &req))
+		return 0;
+	ret = dv_http_perform(&r->o->http, &req, resp);
+	if (ret == 0)
+		ret = dv_http_status_errno(resp->status);
+	return dv_http_range_finish(&r->get, ret, resp);
+}
+
+static const struct dv_http_call_ops range_ops = { .attempt = range_attempt };
+
+static int http_fetch_range(struct dv_origin *base, const char *hash,
+			    uint64_t size, uint64_t off, uint64_t len,
+			    void *buf)
+{
+	struct http_origin *o = downcast(base);
+	struct range_ctx r = { .o = o, .get = { .buf = buf, .off = off,
+						.len = len, .size = size,
+						.bytes = &base->bytes } };
+	char rel[80], shown[SHOWN_MAX];
+	struct dv_http_response resp;
+	char *url;
+	int ret;
+
+	if (!dv_valid_hash(hash) || len == 0 || off + len > size)
+		return -EINVAL;
+	__atomic_fetch_add(&base->requests, 1, __ATOMIC_RELAXED);
+	snprintf(rel, sizeof(rel), "shards/%s.tar", hash);
+	url = request_url(o, rel);
+	if (!url)
+		return -ENOMEM;
+	shown_url(o, rel, shown, sizeof(shown));
+	r.url = url;
+	ret = run(o, &range_ops, &r, shown, &resp, DV_LOG_WARNING);
+	free(url);
+	return ret;
+}
+
 /* ---- lifecycle ---- */
 
 static void http_destroy(struct dv_origin *base)
@@ -263,6 +315,7 @@ static const struct dv_origin_ops http_origin_ops = {
 	.kind = "http",
 	.get_doc = http_get_doc,
 	.fetch_shard = http_fetch_shard,
+	.fetch_range = http_fetch_range,
 	.destroy = http_destroy,
 };
 
