@@ -120,21 +120,7 @@ static int doc_attempt(void *arg, struct dv_http_response *resp)
 	return dv_http_status_errno(resp->status);
 }
 
-/* An ETag goes back into a header only if it cannot break the header. */
 static const struct dv_http_call_ops doc_ops = { .attempt = doc_attempt };
-
-static bool etag_sendable(const char *etag)
-{
-	size_t len = strlen(etag);
-
-	if (len == 0 || len >= DV_HTTP_ETAG_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (etag[i] < 0x20 || etag[i] > 0x7e)
-			return false;
-	}
-	return true;
-}
 
 static int doc_result(struct doc_ctx *d, const struct dv_http_response *resp,
 		      char **body, size_t *len, char **etag_out)
@@ -173,7 +159,7 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 			relpath ? relpath : "");
 		return -EINVAL;
 	}
-	if (etag && etag_sendable(etag)) {
+	if (etag && dv_http_etag_sendable(etag)) {
 		snprintf(inm, sizeof(inm), "If-None-Match: %s", etag);
 		headers[0] = inm;
 		d.conditional = true;
