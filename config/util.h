@@ -58,7 +58,8 @@ uint64_t dv_physical_memory(void);
 
 /*
  * mkdir -p; each directory it creates gets exactly @mode (the umask does
- * not apply: an origin must stay readable by a web server). 0 or -errno.
+ * not apply: an origin must stay readable by a web server); @mode is not
+ * 0. dv_mkdir_p_perms() with only a mode. 0 or -errno.
  */
 int dv_mkdir_p(const char *path, mode_t mode);
 
@@ -67,5 +68,8 @@ int dv_mkdir_p(const char *path, mode_t mode);
  * reads. 0, -errno, or -EIO when the file ends first.
  */
 int dv_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* Writes exactly @len bytes at @off of @fd, as dv_pread_full() reads. */
+int dv_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 #endif
