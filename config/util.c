@@ -363,6 +363,18 @@ int dv_read_file(const char *path, size_t max, char **out, size_t *len)
 	return ret;
 }
 
+int dv_read_token_file(const char *path, size_t max, char **out)
+{
+	size_t len;
+	int ret = dv_read_file(path, max, out, &len);
+
+	if (ret)
+		return ret;
+	while (len > 0 && isspace((unsigned char)(*out)[len - 1]))
+		(*out)[--len] = '\0';
+	return 0;
+}
+
 uint64_t dv_physical_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);

@@ -53,6 +53,13 @@ bool dv_valid_addr_port(const char *s);
  */
 int dv_read_file(const char *path, size_t max, char **out, size_t *len);
 
+/*
+ * A token, key or assertion kept in a small file: dv_read_file() with
+ * the trailing blanks and newlines removed (editors and secret mounts
+ * end files with one). May leave "" in *@out. 0 or -errno as there.
+ */
+int dv_read_token_file(const char *path, size_t max, char **out);
+
 /* Physical memory in bytes, 0 if unknown. */
 uint64_t dv_physical_memory(void);
 
