@@ -33,6 +33,8 @@
 #include "fs/namespace/manifest.h"
 #include "fs/namespace/namespace.h"
 
+#define VERIFY_USAGE "usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n"
+
 struct known {
 	char hash[65];
 	uint64_t size;
@@ -273,15 +275,11 @@ int dv_ctl_verify(int argc, char **argv)
 			vf.fix = true;
 			break;
 		default:
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n");
-			return c == 'h' ? 0 : 2;
+			return dv_ctl_usage(VERIFY_USAGE, c == 'h');
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n");
-		return 2;
-	}
+	if (optind != argc)
+		return dv_ctl_usage(VERIFY_USAGE, false);
 	if (dv_ctl_load_config("verify", config, &cfg))
 		return 1;
 	if (!state)
