@@ -375,6 +375,21 @@ int dv_read_token_file(const char *path, size_t max, char **out)
 	return 0;
 }
 
+void *dv_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t want = *cap ? *cap * 2 : first;
+	void *grown;
+
+	if (n < *cap)
+		return v;
+	if (want < *cap)
+		return NULL;
+	grown = reallocarray(v, want, size);
+	if (grown)
+		*cap = want;
+	return grown;
+}
+
 uint64_t dv_physical_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);

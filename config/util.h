@@ -60,6 +60,15 @@ int dv_read_file(const char *path, size_t max, char **out, size_t *len);
  */
 int dv_read_token_file(const char *path, size_t max, char **out);
 
+/*
+ * Room for one more element in the array @v of @n elements of @size bytes
+ * with room for *@cap: when it is full, a larger copy (twice the room, or
+ * @first elements for an empty array) and *@cap updated. Returns the array
+ * to use from now on, or NULL on overflow or out of memory (@v and *@cap
+ * are then left as they were).
+ */
+void *dv_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+
 /* Physical memory in bytes, 0 if unknown. */
 uint64_t dv_physical_memory(void);
 

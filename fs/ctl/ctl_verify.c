@@ -57,17 +57,11 @@ struct verify {
 static int add_known(struct verify *vf, const struct dv_manifest *m,
 		     const struct dv_manifest_shard *s)
 {
-	struct known *k;
+	struct known *k = dv_grow(vf->v, vf->n, &vf->cap, sizeof(*k), 256);
 
-	if (vf->n == vf->cap) {
-		size_t cap = vf->cap ? vf->cap * 2 : 256;
-		struct known *v = realloc(vf->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		vf->v = v;
-		vf->cap = cap;
-	}
+	if (!k)
+		return -ENOMEM;
+	vf->v = k;
 	k = &vf->v[vf->n];
 	memcpy(k->hash, s->hash, sizeof(k->hash));
 	k->size = s->size;
