@@ -150,15 +150,6 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 	char *url;
 	int ret;
 
-	*body = NULL;
-	*len = 0;
-	if (etag_out)
-		*etag_out = NULL;
-	if (!dv_origin_relpath_ok(relpath)) {
-		dv_warn("origin: refusing unsafe document path \"%.200s\"",
-			relpath ? relpath : "");
-		return -EINVAL;
-	}
 	if (etag && dv_http_etag_sendable(etag)) {
 		snprintf(inm, sizeof(inm), "If-None-Match: %s", etag);
 		headers[0] = inm;
@@ -234,22 +225,20 @@ static int http_fetch_shard(struct dv_origin *base, const char *hash,
 
 /* ---- lifecycle ---- */
 
-static void http_destroy(struct dv_origin *base)
+static void http_release(struct dv_origin *base)
 {
 	struct http_origin *o = downcast(base);
 
 	dv_http_release(&o->http);
 	free(o->prefix);
 	free(o->query);
-	free(o->base.url);
-	free(o);
 }
 
 static const struct dv_origin_ops http_origin_ops = {
 	.kind = "http",
 	.get_doc = http_get_doc,
 	.fetch_shard = http_fetch_shard,
-	.destroy = http_destroy,
+	.release = http_release,
 };
 
 static void strip_slashes(char *s)
@@ -347,7 +336,7 @@ int dv_origin_http_new(const char *url, const struct dv_http_config *http,
 	if (ret) {
 		if (ret == -ENOMEM)
 			snprintf(err, errlen, "origin: out of memory");
-		http_destroy(&o->base);
+		dv_origin_free(&o->base);
 		return ret;
 	}
 	*out = &o->base;
