@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "perms.h"
+
 /* An expanded path never grows beyond what the kernel accepts. */
 #define EXPAND_MAX PATH_MAX
 
@@ -361,6 +363,33 @@ int dv_read_file(const char *path, size_t max, char **out, size_t *len)
 	return ret;
 }
 
+int dv_read_token_file(const char *path, size_t max, char **out)
+{
+	size_t len;
+	int ret = dv_read_file(path, max, out, &len);
+
+	if (ret)
+		return ret;
+	while (len > 0 && isspace((unsigned char)(*out)[len - 1]))
+		(*out)[--len] = '\0';
+	return 0;
+}
+
+void *dv_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t want = *cap ? *cap * 2 : first;
+	void *grown;
+
+	if (n < *cap)
+		return v;
+	if (want < *cap)
+		return NULL;
+	grown = reallocarray(v, want, size);
+	if (grown)
+		*cap = want;
+	return grown;
+}
+
 uint64_t dv_physical_memory(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES);
@@ -371,72 +400,38 @@ uint64_t dv_physical_memory(void)
 	return (uint64_t)pages * (uint64_t)page_size;
 }
 
-static int make_dir(const char *path, mode_t mode)
-{
-	if (mkdir(path, mode) < 0)
-		return errno == EEXIST ? 0 : -errno;
-	return chmod(path, mode) < 0 ? -errno : 0;
-}
-
 int dv_mkdir_p(const char *path, mode_t mode)
 {
-	char buf[PATH_MAX];
-	struct stat st;
-	size_t len = strlen(path);
-	char *p;
-	int ret;
+	const struct dv_perms perms = { .mode = mode };
 
-	if (len == 0 || len >= sizeof(buf))
-		return len ? -ENAMETOOLONG : -EINVAL;
-	memcpy(buf, path, len + 1);
-	/* Each '/' after the first byte ends a prefix to create. */
-	p = strchr(buf + 1, '/');
-	while (p) {
-		*p = '\0';
-		ret = make_dir(buf, mode);
-		if (ret)
-			return ret;
-		*p = '/';
-		p = strchr(p + 1, '/');
+	return dv_mkdir_p_perms(path, &perms);
+}
+
+/* One loop for short transfers and EINTR, whichever way the bytes go. */
+static int pio_full(int fd, void *buf, size_t len, uint64_t off, bool write)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		char *p = (char *)buf + done;
+		ssize_t n = write ? pwrite(fd, p, len - done, (off_t)(off + done)) :
+				    pread(fd, p, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
 	}
-	ret = make_dir(buf, mode);
-	if (ret)
-		return ret;
-	if (stat(path, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	return 0;
 }
 
 int dv_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-				  (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += (size_t)n;
-	}
-	return 0;
+	return pio_full(fd, buf, len, off, false);
 }
 
 int dv_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
-	size_t put = 0;
-
-	while (put < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + put, len - put,
-				   (off_t)(off + put));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		put += (size_t)n;
-	}
-	return 0;
+	return pio_full(fd, (void *)buf, len, off, true);
 }

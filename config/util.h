@@ -53,12 +53,29 @@ bool dv_valid_addr_port(const char *s);
  */
 int dv_read_file(const char *path, size_t max, char **out, size_t *len);
 
+/*
+ * A token, key or assertion kept in a small file: dv_read_file() with
+ * the trailing blanks and newlines removed (editors and secret mounts
+ * end files with one). May leave "" in *@out. 0 or -errno as there.
+ */
+int dv_read_token_file(const char *path, size_t max, char **out);
+
+/*
+ * Room for one more element in the array @v of @n elements of @size bytes
+ * with room for *@cap: when it is full, a larger copy (twice the room, or
+ * @first elements for an empty array) and *@cap updated. Returns the array
+ * to use from now on, or NULL on overflow or out of memory (@v and *@cap
+ * are then left as they were).
+ */
+void *dv_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+
 /* Physical memory in bytes, 0 if unknown. */
 uint64_t dv_physical_memory(void);
 
 /*
  * mkdir -p; each directory it creates gets exactly @mode (the umask does
- * not apply: an origin must stay readable by a web server). 0 or -errno.
+ * not apply: an origin must stay readable by a web server); @mode is not
+ * 0. dv_mkdir_p_perms() with only a mode. 0 or -errno.
  */
 int dv_mkdir_p(const char *path, mode_t mode);
 
@@ -68,8 +85,7 @@ int dv_mkdir_p(const char *path, mode_t mode);
  */
 int dv_pread_full(int fd, void *buf, size_t len, uint64_t off);
 
-/* Writes exactly @len bytes at @off of @fd, again after EINTR and short
- * writes. 0 or -errno (-ENOSPC, -EIO…). */
+/* Writes exactly @len bytes at @off of @fd, as dv_pread_full() reads. */
 int dv_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 #endif

@@ -422,23 +422,6 @@ static int fsync_parent(const char *path)
 	return ret;
 }
 
-static int write_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done,
-				   (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Writes a journal of @hdr and the @n entries @v (in that order) to a new
  * file renamed over @path. Returns its fd (opened read-write) and length.
@@ -459,7 +442,7 @@ static int write_journal(const char *path, const struct dv_stripe_journal_hdr *h
 	if (fd < 0)
 		return -errno;
 	encode_hdr(hdr, h);
-	ret = write_full(fd, h, HDR_BYTES, 0);
+	ret = dv_pwrite_full(fd, h, HDR_BYTES, 0);
 	for (size_t i = 0; i < n && !ret; i++) {
 		size_t need = encoded_len(v[i], REC_ADD);
 
@@ -474,7 +457,7 @@ static int write_journal(const char *path, const struct dv_stripe_journal_hdr *h
 			cap = need;
 		}
 		encode_rec(v[i], REC_ADD, rec);
-		ret = write_full(fd, rec, need, off);
+		ret = dv_pwrite_full(fd, rec, need, off);
 		off += need;
 	}
 	free(rec);
@@ -539,7 +522,7 @@ void dv_stripe_index_close(struct dv_stripe_index *ix)
 /* Appends @len bytes and makes them durable; on failure, cuts them off. */
 static int append(struct dv_stripe_index *ix, const uint8_t *buf, size_t len)
 {
-	int ret = write_full(ix->fd, buf, len, ix->bytes);
+	int ret = dv_pwrite_full(ix->fd, buf, len, ix->bytes);
 
 	if (!ret && fdatasync(ix->fd))
 		ret = -errno;

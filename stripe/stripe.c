@@ -169,19 +169,15 @@ static bool can_evict(struct dv_lfu_node *n, void *arg)
 static void collect(struct dv_lfu_node *n, void *arg)
 {
 	struct victims *vs = arg;
+	struct dv_stripe_entry **v = dv_grow(vs->v, vs->n, &vs->cap,
+					     sizeof(*v), 16);
 
-	if (vs->n == vs->cap) {
-		size_t cap = vs->cap ? vs->cap * 2 : 16;
-		struct dv_stripe_entry **v = realloc(vs->v, cap * sizeof(*v));
-
-		if (!v) {
-			/* The node is out of the policy; keep it in the index. */
-			vs->nomem = true;
-			return;
-		}
-		vs->v = v;
-		vs->cap = cap;
+	if (!v) {
+		/* The node is out of the policy; keep it in the index. */
+		vs->nomem = true;
+		return;
 	}
+	vs->v = v;
 	vs->v[vs->n++] = entry_of(n);
 }
 

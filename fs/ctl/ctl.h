@@ -32,6 +32,12 @@ int dv_ctl_bench(int argc, char **argv);
 int dv_ctl_load_config(const char *cmd, const char *path,
 		       struct dv_config **out);
 
+/*
+ * The usage line(s) @text: on stdout when the user asked (-h, @asked),
+ * else on stderr. Returns the exit status that goes with it: 0 or 2.
+ */
+int dv_ctl_usage(const char *text, bool asked);
+
 /* Seconds on a monotonic clock. */
 double dv_ctl_now(void);
 

@@ -31,6 +31,10 @@
 #include "tiers/core/tier.h"
 #include "ctl.h"
 
+#define BENCH_USAGE                                                          \
+	"usage: datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N] "    \
+	"[--iterations K] [-j JOBS]\n"
+
 #define CHUNK (4u << 20)
 #define MAX_JOBS 256
 
@@ -341,9 +345,7 @@ int dv_ctl_bench(int argc, char **argv)
 				goto usage;
 			break;
 		case 'h':
-			printf("usage: datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N] "
-			       "[--iterations K] [-j JOBS]\n");
-			return 0;
+			return dv_ctl_usage(BENCH_USAGE, true);
 		default:
 			goto usage;
 		}
@@ -368,7 +370,5 @@ int dv_ctl_bench(int argc, char **argv)
 	dv_config_free(cfg);
 	return failed || (only && !matched) ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: datavoctl bench [-c CONFIG] [--tier NAME] [--size-mb N] "
-			"[--iterations K] [-j JOBS]\n");
-	return 2;
+	return dv_ctl_usage(BENCH_USAGE, false);
 }

@@ -20,6 +20,12 @@ int dv_ctl_load_config(const char *cmd, const char *path,
 	return ret;
 }
 
+int dv_ctl_usage(const char *text, bool asked)
+{
+	fputs(text, asked ? stdout : stderr);
+	return asked ? 0 : 2;
+}
+
 double dv_ctl_now(void)
 {
 	struct timespec ts;

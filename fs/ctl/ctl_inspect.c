@@ -17,6 +17,8 @@
 #include "tiers/core/tier.h"
 #include "ctl.h"
 
+#define INSPECT_USAGE "usage: datavoctl inspect [-c CONFIG]\n"
+
 /* The search of dv_config_resolve() (config.h, R10). */
 #define SYSTEM_CONFIG "/etc/datavo/shards.yaml"
 #define USER_CONFIG "~/.config/datavo/shards.yaml"
@@ -204,15 +206,11 @@ int dv_ctl_inspect(int argc, char **argv)
 		if (c == 'c') {
 			config = optarg;
 		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: datavoctl inspect [-c CONFIG]\n");
-			return c == 'h' ? 0 : 2;
+			return dv_ctl_usage(INSPECT_USAGE, c == 'h');
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: datavoctl inspect [-c CONFIG]\n");
-		return 2;
-	}
+	if (optind != argc)
+		return dv_ctl_usage(INSPECT_USAGE, false);
 	if (dv_ctl_load_config("inspect", config, &cfg))
 		return 1;
 	nwarnings = 0;

@@ -63,6 +63,7 @@ static int add_shard(struct list *l, const char *path, uint64_t size)
 	char val[32];
 	ssize_t n = getxattr(path, XATTR_INDEX, val, sizeof(val) - 1);
 	uint64_t index = 0;
+	struct shard *v;
 
 	if (n >= 0)
 		val[n] = '\0';
@@ -71,15 +72,10 @@ static int add_shard(struct list *l, const char *path, uint64_t size)
 			path, XATTR_INDEX);
 		return -EINVAL;
 	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct shard *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	v = dv_grow(l->v, l->n, &l->cap, sizeof(*v), 64);
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
 	l->v[l->n].path = strdup(path);
 	if (!l->v[l->n].path)
 		return -ENOMEM;

@@ -16,6 +16,8 @@
 #include "config/util.h"
 #include "ctl.h"
 
+#define STATUS_USAGE "usage: datavoctl status [--json] MOUNTPOINT\n"
+
 #define STATUS_MAX (4u << 20)
 
 struct doc {
@@ -272,15 +274,11 @@ int dv_ctl_status(int argc, char **argv)
 		if (c == 'j') {
 			json = true;
 		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: datavoctl status [--json] MOUNTPOINT\n");
-			return c == 'h' ? 0 : 2;
+			return dv_ctl_usage(STATUS_USAGE, c == 'h');
 		}
 	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "usage: datavoctl status [--json] MOUNTPOINT\n");
-		return 2;
-	}
+	if (argc - optind != 1)
+		return dv_ctl_usage(STATUS_USAGE, false);
 	snprintf(path, sizeof(path), "%s/.datavo/status", argv[optind]);
 	ret = read_status(path, &text, &len);
 	if (ret) {

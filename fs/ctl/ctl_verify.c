@@ -33,6 +33,8 @@
 #include "fs/namespace/manifest.h"
 #include "fs/namespace/namespace.h"
 
+#define VERIFY_USAGE "usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n"
+
 struct known {
 	char hash[65];
 	uint64_t size;
@@ -55,17 +57,11 @@ struct verify {
 static int add_known(struct verify *vf, const struct dv_manifest *m,
 		     const struct dv_manifest_shard *s)
 {
-	struct known *k;
+	struct known *k = dv_grow(vf->v, vf->n, &vf->cap, sizeof(*k), 256);
 
-	if (vf->n == vf->cap) {
-		size_t cap = vf->cap ? vf->cap * 2 : 256;
-		struct known *v = realloc(vf->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		vf->v = v;
-		vf->cap = cap;
-	}
+	if (!k)
+		return -ENOMEM;
+	vf->v = k;
 	k = &vf->v[vf->n];
 	memcpy(k->hash, s->hash, sizeof(k->hash));
 	k->size = s->size;
@@ -273,15 +269,11 @@ int dv_ctl_verify(int argc, char **argv)
 			vf.fix = true;
 			break;
 		default:
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n");
-			return c == 'h' ? 0 : 2;
+			return dv_ctl_usage(VERIFY_USAGE, c == 'h');
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n");
-		return 2;
-	}
+	if (optind != argc)
+		return dv_ctl_usage(VERIFY_USAGE, false);
 	if (dv_ctl_load_config("verify", config, &cfg))
 		return 1;
 	if (!state)

@@ -132,13 +132,10 @@ static int add_source(struct pub *p, const char *name, size_t *cap)
 	if (p->n >= DV_MANIFEST_MAX_SHARDS)
 		return dv_pub_fail(p, -EINVAL, "%s: more than %u shards",
 			    p->o->src_dir, DV_MANIFEST_MAX_SHARDS);
-	if (p->n == *cap) {
-		s = reallocarray(p->shards, *cap ? *cap * 2 : 64, sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		p->shards = s;
-		*cap = *cap ? *cap * 2 : 64;
-	}
+	s = dv_grow(p->shards, p->n, cap, sizeof(*s), 64);
+	if (!s)
+		return -ENOMEM;
+	p->shards = s;
 	s = &p->shards[p->n];
 	memset(s, 0, sizeof(*s));
 	ret = dv_pub_join(path, sizeof(path), p->o->src_dir, name);

@@ -179,14 +179,14 @@ static int append_param(char **s, const char *name, const char *value)
 
 static int read_assertion(const char *path, char **out)
 {
-	size_t len;
-	int ret = dv_read_file(path, ASSERTION_MAX, out, &len);
+	int ret = dv_read_token_file(path, ASSERTION_MAX, out);
 
-	if (ret)
-		return ret;
-	while (len > 0 && isspace((unsigned char)(*out)[len - 1]))
-		(*out)[--len] = '\0';
-	return len ? 0 : -ENODATA;
+	if (ret == 0 && !**out) {
+		free(*out);
+		*out = NULL;
+		ret = -ENODATA;
+	}
+	return ret;
 }
 
 static int entra_call(const char *tier, const struct dv_az_token_req *r,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config/log.h"
+#include "tiers/net/call.h"
 
 #define UPLOAD_ATTEMPTS 4
 #define MAX_WORKERS 8
@@ -39,14 +40,6 @@ struct dv_uploader {
 	struct dv_upload_stats stats; /* atomic */
 };
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static void run_job(struct dv_uploader *u, struct job *j)
 {
 	struct dv_tier *t = j->tier;
@@ -62,7 +55,7 @@ static void run_job(struct dv_uploader *u, struct job *j)
 		dv_stat_add(&t->stats.errors, 1);
 		if (attempt < UPLOAD_ATTEMPTS) {
 			dv_stat_add(&u->stats.retries, 1);
-			sleep_ms(500u << attempt);
+			dv_net_pause((unsigned)attempt);
 		}
 	}
 	if (ret == 0) {

@@ -503,6 +503,7 @@ static int scan_tier(struct folder_tier *ft, struct scan *s)
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
+		struct entry *v;
 		struct stat st;
 		char hash[65];
 
@@ -511,17 +512,12 @@ static int scan_tier(struct folder_tier *ft, struct scan *s)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 64;
-			struct entry *v = realloc(s->v, cap * sizeof(*v));
-
-			if (!v) {
-				ret = -ENOMEM;
-				break;
-			}
-			s->v = v;
-			s->cap = cap;
+		v = dv_grow(s->v, s->n, &s->cap, sizeof(*v), 64);
+		if (!v) {
+			ret = -ENOMEM;
+			break;
 		}
+		s->v = v;
 		memcpy(s->v[s->n].hash, hash, sizeof(hash));
 		s->v[s->n].size = (uint64_t)st.st_size;
 		s->v[s->n].mtime = st.st_mtim;

@@ -36,6 +36,11 @@ unsigned dv_http_retry_delay_ms(unsigned retry,
 	return asked > delay ? asked : delay;
 }
 
+void dv_net_pause(unsigned retry)
+{
+	dv_http_sleep_ms(dv_http_backoff_ms(retry));
+}
+
 void dv_http_log_denied(struct dv_http_denied *d, const char *who,
 			const char *fmt, ...)
 {

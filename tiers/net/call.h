@@ -109,6 +109,13 @@ unsigned dv_http_retry_delay_ms(unsigned retry,
 				const struct dv_http_response *resp);
 
 /*
+ * Sleeps the pause before retry @retry of work made of whole calls (a
+ * background upload tried again after its requests gave up): the same
+ * backoff as between attempts, so that one policy spaces every retry.
+ */
+void dv_net_pause(unsigned retry);
+
+/*
  * Why an attempt failed, for a log line: "HTTP 503 (SlowDown)" for an
  * answer that is not 2xx (@code may be NULL or ""), else libcurl's or the
  * attempt's detail, else strerror. Returns @buf.

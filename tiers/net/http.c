@@ -693,6 +693,19 @@ unsigned dv_http_backoff_ms(unsigned retry)
 	return ms / 2 + jitter_random() % (ms / 2 + 1);
 }
 
+bool dv_http_etag_sendable(const char *etag)
+{
+	size_t len = strlen(etag);
+
+	if (len == 0 || len >= DV_HTTP_ETAG_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (etag[i] < 0x20 || etag[i] > 0x7e)
+			return false;
+	}
+	return true;
+}
+
 void dv_http_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {

@@ -185,6 +185,13 @@ int dv_http_final_errno(int err);
  */
 unsigned dv_http_backoff_ms(unsigned retry);
 
+/*
+ * Can @etag (a validator kept from an earlier answer) go back into an
+ * If-None-Match header? Only when it cannot break the header: non-empty,
+ * shorter than DV_HTTP_ETAG_MAX, printable ASCII.
+ */
+bool dv_http_etag_sendable(const char *etag);
+
 /* Sleeps @ms milliseconds (restarts after signals). */
 void dv_http_sleep_ms(unsigned ms);
 

@@ -61,8 +61,12 @@ int dv_origin_new(const char *url, const struct dv_http_config *http,
 
 void dv_origin_free(struct dv_origin *o)
 {
-	if (o)
-		o->ops->destroy(o);
+	if (!o)
+		return;
+	if (o->ops->release)
+		o->ops->release(o);
+	free(o->url);
+	free(o);
 }
 
 bool dv_origin_relpath_ok(const char *relpath)
@@ -77,6 +81,22 @@ bool dv_origin_relpath_ok(const char *relpath)
 	/* Parts are [A-Za-z0-9._-]+: nothing that a URL would need escaped. */
 	return strspn(relpath, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 			       "0123456789._-/") == len;
+}
+
+int dv_origin_get_doc(struct dv_origin *o, const char *relpath,
+		      const char *etag, char **body, size_t *len,
+		      char **etag_out)
+{
+	*body = NULL;
+	*len = 0;
+	if (etag_out)
+		*etag_out = NULL;
+	if (!dv_origin_relpath_ok(relpath)) {
+		dv_warn("origin: refusing unsafe document path \"%.200s\"",
+			relpath ? relpath : "");
+		return -EINVAL;
+	}
+	return o->ops->get_doc(o, relpath, etag, body, len, etag_out);
 }
 
 static int origin_fetch(void *arg, const struct dv_shard_ref *ref,
@@ -99,7 +119,7 @@ static int origin_chunks(void *arg, const struct dv_shard_ref *ref,
 	if (!ref->chunks_pin)
 		return -EINVAL;
 	snprintf(rel, sizeof(rel), "shards/%s.chunks", ref->hash);
-	ret = o->ops->get_doc(o, rel, NULL, &body, &len, NULL);
+	ret = dv_origin_get_doc(o, rel, NULL, &body, &len, NULL);
 	if (ret == 0) {
 		ret = dv_chunks_parse(body, len, ref->chunks_pin, ref->size,
 				      out, why, sizeof(why));

@@ -25,7 +25,8 @@ struct dv_origin;
 struct dv_origin_ops {
 	const char *kind;
 	/*
-	 * Reads the document at @relpath (e.g. "voice/train/manifest.json").
+	 * Reads the document at @relpath (e.g. "voice/train/manifest.json"),
+	 * which dv_origin_get_doc() checked, into outputs it cleared.
 	 * When @etag is not NULL and the origin says it did not change,
 	 * returns 1 and leaves *@body NULL. Else 0 with a NUL-terminated
 	 * *@body of *@len bytes (malloc'd, caller frees) and, when the origin
@@ -54,7 +55,12 @@ struct dv_origin_ops {
 	int (*fetch_range)(struct dv_origin *o, const char *hash,
 			   uint64_t size, uint64_t off, uint64_t len,
 			   void *buf);
-	void (*destroy)(struct dv_origin *o);
+	/*
+	 * Frees what the backend keeps beside struct dv_origin, which its
+	 * own struct embeds first; dv_origin_free() then frees ->url and
+	 * the whole struct. May be NULL.
+	 */
+	void (*release)(struct dv_origin *o);
 };
 
 struct dv_origin {
@@ -74,12 +80,13 @@ int dv_origin_new(const char *url, const struct dv_http_config *http,
 		  struct dv_origin **out, char *err, size_t errlen);
 void dv_origin_free(struct dv_origin *o);
 
-static inline int dv_origin_get_doc(struct dv_origin *o, const char *relpath,
-				    const char *etag, char **body,
-				    size_t *len, char **etag_out)
-{
-	return o->ops->get_doc(o, relpath, etag, body, len, etag_out);
-}
+/*
+ * ->get_doc, for a @relpath that dv_origin_relpath_ok() accepts (else
+ * -EINVAL, logged); the outputs are cleared first.
+ */
+int dv_origin_get_doc(struct dv_origin *o, const char *relpath,
+		      const char *etag, char **body, size_t *len,
+		      char **etag_out);
 
 /* A fetcher for dv_hierarchy_get_or_fetch() that reads from @o. */
 void dv_origin_fetcher(struct dv_origin *o, struct dv_fetcher *out);

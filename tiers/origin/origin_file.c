@@ -182,15 +182,6 @@ static int file_get_doc(struct dv_origin *base, const char *relpath,
 	struct stat st;
 	int fd, ret;
 
-	*body = NULL;
-	*len = 0;
-	if (etag_out)
-		*etag_out = NULL;
-	if (!dv_origin_relpath_ok(relpath)) {
-		dv_warn("origin: refusing unsafe document path \"%.200s\"",
-			relpath ? relpath : "");
-		return -EINVAL;
-	}
 	if (asprintf(&path, "%s/%s", o->root, relpath) < 0)
 		return -ENOMEM;
 	fd = open_regular(o, relpath, path, &st);
@@ -334,13 +325,9 @@ static int file_fetch_range(struct dv_origin *base, const char *hash,
 
 /* ---- lifecycle ---- */
 
-static void file_destroy(struct dv_origin *base)
+static void file_release(struct dv_origin *base)
 {
-	struct file_origin *o = downcast(base);
-
-	free(o->root);
-	free(o->base.url);
-	free(o);
+	free(downcast(base)->root);
 }
 
 static const struct dv_origin_ops file_origin_ops = {
@@ -348,7 +335,7 @@ static const struct dv_origin_ops file_origin_ops = {
 	.get_doc = file_get_doc,
 	.fetch_shard = file_fetch_shard,
 	.fetch_range = file_fetch_range,
-	.destroy = file_destroy,
+	.release = file_release,
 };
 
 /* file:///abs, file://localhost/abs or /abs → "/abs" (no trailing '/'). */
@@ -399,7 +386,7 @@ int dv_origin_file_new(const char *url, const struct dv_http_config *http,
 		o->base.url = NULL;
 	if (!o->root || !o->base.url) {
 		snprintf(err, errlen, "origin: out of memory");
-		file_destroy(&o->base);
+		dv_origin_free(&o->base);
 		return -ENOMEM;
 	}
 	*out = &o->base;

@@ -121,21 +121,7 @@ static int doc_attempt(void *arg, struct dv_http_response *resp)
 	return dv_http_status_errno(resp->status);
 }
 
-/* An ETag goes back into a header only if it cannot break the header. */
 static const struct dv_http_call_ops doc_ops = { .attempt = doc_attempt };
-
-static bool etag_sendable(const char *etag)
-{
-	size_t len = strlen(etag);
-
-	if (len == 0 || len >= DV_HTTP_ETAG_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (etag[i] < 0x20 || etag[i] > 0x7e)
-			return false;
-	}
-	return true;
-}
 
 static int doc_result(struct doc_ctx *d, const struct dv_http_response *resp,
 		      char **body, size_t *len, char **etag_out)
@@ -165,16 +151,7 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 	char *url;
 	int ret;
 
-	*body = NULL;
-	*len = 0;
-	if (etag_out)
-		*etag_out = NULL;
-	if (!dv_origin_relpath_ok(relpath)) {
-		dv_warn("origin: refusing unsafe document path \"%.200s\"",
-			relpath ? relpath : "");
-		return -EINVAL;
-	}
-	if (etag && etag_sendable(etag)) {
+	if (etag && dv_http_etag_sendable(etag)) {
 		snprintf(inm, sizeof(inm), "If-None-Match: %s", etag);
 		headers[0] = inm;
 		d.conditional = true;
@@ -300,15 +277,13 @@ static int http_fetch_range(struct dv_origin *base, const char *hash,
 
 /* ---- lifecycle ---- */
 
-static void http_destroy(struct dv_origin *base)
+static void http_release(struct dv_origin *base)
 {
 	struct http_origin *o = downcast(base);
 
 	dv_http_release(&o->http);
 	free(o->prefix);
 	free(o->query);
-	free(o->base.url);
-	free(o);
 }
 
 static const struct dv_origin_ops http_origin_ops = {
@@ -316,7 +291,7 @@ static const struct dv_origin_ops http_origin_ops = {
 	.get_doc = http_get_doc,
 	.fetch_shard = http_fetch_shard,
 	.fetch_range = http_fetch_range,
-	.destroy = http_destroy,
+	.release = http_release,
 };
 
 static void strip_slashes(char *s)
@@ -414,7 +389,7 @@ int dv_origin_http_new(const char *url, const struct dv_http_config *http,
 	if (ret) {
 		if (ret == -ENOMEM)
 			snprintf(err, errlen, "origin: out of memory");
-		http_destroy(&o->base);
+		dv_origin_free(&o->base);
 		return ret;
 	}
 	*out = &o->base;

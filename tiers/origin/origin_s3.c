@@ -45,15 +45,6 @@ static int s3_get_doc(struct dv_origin *base, const char *relpath,
 	char *key;
 	int ret;
 
-	*body = NULL;
-	*len = 0;
-	if (etag_out)
-		*etag_out = NULL;
-	if (!dv_origin_relpath_ok(relpath)) {
-		dv_warn("origin: refusing unsafe document path \"%.200s\"",
-			relpath ? relpath : "");
-		return -EINVAL;
-	}
 	if (asprintf(&key, "%s%s", o->prefix, relpath) < 0)
 		return -ENOMEM;
 	ret = dv_s3_get_doc(&o->s3, key, etag, DV_DOC_MAX, body, len, etag_out);
@@ -86,21 +77,19 @@ static int s3_fetch_shard(struct dv_origin *base, const char *hash,
 	return ret;
 }
 
-static void s3_destroy(struct dv_origin *base)
+static void s3_release(struct dv_origin *base)
 {
 	struct s3_origin *o = downcast(base);
 
 	dv_s3_release(&o->s3);
 	free(o->prefix);
-	free(o->base.url);
-	free(o);
 }
 
 static const struct dv_origin_ops s3_origin_ops = {
 	.kind = "s3",
 	.get_doc = s3_get_doc,
 	.fetch_shard = s3_fetch_shard,
-	.destroy = s3_destroy,
+	.release = s3_release,
 };
 
 /* "s3://bucket/a/b/" → bucket "bucket", prefix "a/b/". */

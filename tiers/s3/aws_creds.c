@@ -49,17 +49,6 @@ void dv_aws_creds_wipe(struct dv_aws_creds *c)
 		p[i] = 0;
 }
 
-int dv_aws_read_token_file(const char *path, char **out)
-{
-	size_t len;
-	int ret = dv_read_file(path, DV_AWS_DOC_MAX, out, &len);
-
-	if (ret)
-		return ret;
-	while (len > 0 && isspace((unsigned char)(*out)[len - 1]))
-		(*out)[--len] = '\0';
-	return 0;
-}
 
 /* ---- INI ---- */
 

@@ -48,7 +48,5 @@ int dv_aws_copy(char *dst, size_t cap, const char *src, size_t len);
  * allowed) as time_t. 0 or -EINVAL. */
 int dv_aws_parse_time(const char *s, time_t *out);
 
-/* A whole small file with trailing blanks and newlines removed. */
-int dv_aws_read_token_file(const char *path, char **out);
 
 #endif

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "config/log.h"
+#include "config/util.h"
 #include "sigv4.h"
 #include "tiers/net/call.h"
 #include "tiers/net/json.h"
@@ -388,7 +389,7 @@ int dv_aws_from_web_identity(struct dv_aws_chain *c, struct dv_aws_creds *out)
 		return -ENOENT;
 	}
 	/* Read on every refresh: projected tokens are rotated. */
-	ret = dv_aws_read_token_file(file, &token);
+	ret = dv_read_token_file(file, DV_AWS_DOC_MAX, &token);
 	if (ret) {
 		dv_err("AWS credentials: cannot read the web identity token %s: %s",
 		       file, strerror(-ret));
@@ -459,7 +460,7 @@ static int ecs_auth_header(char **out)
 
 	*out = NULL;
 	if (file) {
-		ret = dv_aws_read_token_file(file, &read);
+		ret = dv_read_token_file(file, DV_AWS_DOC_MAX, &read);
 		if (ret) {
 			dv_err("AWS credentials: cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s",
 			       file, strerror(-ret));

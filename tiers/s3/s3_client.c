@@ -454,19 +454,6 @@ int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,
 
 /* ---- small documents ---- */
 
-static bool etag_sendable(const char *etag)
-{
-	size_t len = strlen(etag);
-
-	if (len == 0 || len >= DV_HTTP_ETAG_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (etag[i] < 0x20 || etag[i] > 0x7e)
-			return false;
-	}
-	return true;
-}
-
 int dv_s3_get_doc(struct dv_s3 *s, const char *key, const char *etag,
 		  size_t max, char **body, size_t *len, char **etag_out)
 {
@@ -482,7 +469,7 @@ int dv_s3_get_doc(struct dv_s3 *s, const char *key, const char *etag,
 	*len = 0;
 	if (etag_out)
 		*etag_out = NULL;
-	if (etag && etag_sendable(etag)) {
+	if (etag && dv_http_etag_sendable(etag)) {
 		snprintf(inm, sizeof(inm), "If-None-Match: %s", etag);
 		headers[0] = inm;
 		call.conditional = true;
