@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test command of datavofs (README): builds and runs every test.
 #
-#   1. make DEVELOPER=1 (the default build: against libfuse 3.17, built by
+#   1. make DEVELOPER=1 (the default build: against libfuse 3.18, built by
 #      scripts/build-libfuse.sh when the system's is older, whose read path
-#      is kernel passthrough), the README's first command (scripts/demo.sh,
+#      is kernel passthrough and whose transport can be FUSE over io_uring), the README's first command (scripts/demo.sh,
 #      run to the end and unmounted), unit tests (Check) and integration
 #      tests (real FUSE mounts against nginx);
 #   2. the integration tests again built against the system libfuse
@@ -37,8 +37,10 @@ step() {
 	fi
 }
 
-if ! pkg-config --atleast-version=3.17 fuse3 2>/dev/null; then
-	step "build libfuse 3.17 (scripts/build-libfuse.sh)" scripts/build-libfuse.sh
+if ! pkg-config --atleast-version=3.18 fuse3 2>/dev/null; then
+	# As scripts/setup.sh: sid's 3.18, else trixie's 3.17 (no io_uring).
+	step "build libfuse 3.18 (scripts/build-libfuse.sh)" bash -c \
+		'scripts/build-libfuse.sh || LIBFUSE_SUITE=trixie LIBFUSE_MIN=3.17 scripts/build-libfuse.sh'
 fi
 step "build (default: passthrough)" make -j"$jobs" DEVELOPER=1
 demo_dir=$(mktemp -d "${TMPDIR:-/tmp}/datavo-demo.XXXXXX")
