@@ -294,7 +294,7 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 		return -1;
 	}
 	dv_config_file_warnings(fs->cfg, warn_config, NULL);
-	if (apply_overrides(cli, fs->cfg))
+	if (apply_overrides(cli, fs->cfg) || setup_transport(fs))
 		return -1;
 	origin = pick_origin(cli, fs->cfg);
 	if (!origin) {
@@ -329,8 +329,6 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 	}
 	fs->entry_timeout = fs->cfg->manifest_ttl < 60 ? fs->cfg->manifest_ttl : 60;
 	fs->want_passthrough = !cli->no_passthrough;
-	if (setup_transport(fs))
-		return -1;
 	fs->started = (uint64_t)time(NULL);
 	return setup_metrics(cli, fs);
 }

@@ -16,6 +16,8 @@
 # shellcheck source=tests/integration/fixtures.sh
 . "$DV_ROOT/tests/integration/fixtures.sh"
 dv_need python3 sha256sum timeout
+# This test picks each mount's transport itself.
+unset DV_TEST_MOUNT_OPTS
 
 bin=$(_dv_bin)
 param=/sys/module/fuse/parameters/enable_uring
