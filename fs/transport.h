@@ -18,7 +18,13 @@
 
 #include "config/config.h"
 
-/* The most one request carries: each ring entry and worker holds one. */
+/*
+ * The most one request carries. Each ring entry (libfuse: 8 per CPU) and
+ * each /dev/fuse worker holds a buffer this big once used, so the kernel's
+ * limit is followed only this far. Measured on daemon-served O_DIRECT reads
+ * (dd bs=4M), 4 MiB requests ran 3-7% faster than 1 MiB over io_uring and no
+ * faster over /dev/fuse; buffered reads, sized by read-ahead, did not change.
+ */
 #define DV_REQUEST_MAX_BYTES (4u << 20)
 
 #define DV_ENABLE_URING_PATH "/sys/module/fuse/parameters/enable_uring"
