@@ -32,18 +32,20 @@ ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 # libfuse: by default the private libfuse >= 3.17 that scripts/setup.sh
-# builds into build/libfuse when the system's is older (passthrough read
-# path), else the system's. FUSE_PREFIX=DIR picks another private build;
-# SYSTEM_FUSE=1 or an empty FUSE_PREFIX= forces the system's.
-# PKG_CONFIG_LIBDIR (not _PATH): never fall back to the system's fuse3.pc.
+# builds into build/libfuse when the system's is older (3.18: passthrough
+# read path and FUSE over io_uring), else the system's. FUSE_PREFIX=DIR picks
+# another private build; SYSTEM_FUSE=1 or an empty FUSE_PREFIX= forces the
+# system's. PKG_CONFIG_LIBDIR (not _PATH) puts the private fuse3.pc first:
+# the system's directories follow only for what it requires (liburing, numa).
 fuse_pc_dir = $(patsubst %/fuse3.pc,%,$(firstword $(wildcard $(1)/lib/*/pkgconfig/fuse3.pc \
 	$(1)/lib/pkgconfig/fuse3.pc $(1)/lib64/pkgconfig/fuse3.pc)))
+SYS_PC_PATH := $(shell $(PKG_CONFIG) --variable pc_path pkg-config)
 ifeq ($(SYSTEM_FUSE),1)
 override FUSE_PREFIX :=
 else ifeq ($(origin FUSE_PREFIX),undefined)
 FUSE_AUTO_PC := $(call fuse_pc_dir,$(CURDIR)/build/libfuse)
 ifneq ($(FUSE_AUTO_PC),)
-ifeq ($(shell PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_AUTO_PC) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo y),y)
+ifeq ($(shell PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_AUTO_PC):$(SYS_PC_PATH) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo y),y)
 FUSE_PREFIX := $(CURDIR)/build/libfuse
 endif
 endif
@@ -53,7 +55,7 @@ FUSE_PC_DIR := $(call fuse_pc_dir,$(abspath $(FUSE_PREFIX)))
 ifeq ($(FUSE_PC_DIR),)
 $(error FUSE_PREFIX=$(FUSE_PREFIX) has no fuse3.pc; run scripts/build-libfuse.sh $(FUSE_PREFIX))
 endif
-FUSE_PC = PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_PC_DIR)
+FUSE_PC = PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$(FUSE_PC_DIR):$(SYS_PC_PATH)
 FUSE_LIBDIR := $(shell $(FUSE_PC) $(PKG_CONFIG) --variable=libdir fuse3)
 endif
 FUSE_CFLAGS := $(shell $(FUSE_PC) $(PKG_CONFIG) --cflags fuse3)
@@ -71,6 +73,12 @@ endif
 # The passthrough API needs FUSE_USE_VERSION 317; older libfuse gets 312.
 FUSE_API := $(shell $(FUSE_PC) $(PKG_CONFIG) --atleast-version=3.17 fuse3 && echo 317 || echo 312)
 FUSE_CFLAGS += -DFUSE_USE_VERSION=$(FUSE_API)
+# FUSE over io_uring: libfuse >= 3.18 whose meson found liburing and numa
+# (its fuse3.pc then requires both, and the archive holds fuse_uring.o).
+ifeq ($(shell $(FUSE_PC) $(PKG_CONFIG) --atleast-version=3.18 fuse3 && \
+	$(FUSE_PC) $(PKG_CONFIG) --print-requires fuse3 | grep -qw liburing && echo y),y)
+FUSE_CFLAGS += -DDV_FUSE_URING=1
+endif
 
 LIB_PKGS = libcurl openssl yaml-0.1 libxxhash liburing
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS))
@@ -87,7 +95,7 @@ CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 # include no FUSE header: with the daemon's FUSE-free files (status,
 # metrics) they form libdatavofs-core.a, which the tools and tests link too.
 LIB_SRCS = $(wildcard config/*.c tiers/*/*.c stripe/*.c)
-FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c
+FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c fs/transport.c
 CTL_SRCS = fs/ctl/ctl_main.c
 FS_CORE_SRCS = $(filter-out $(FUSE_SRCS) $(CTL_SRCS), \
 	$(wildcard fs/*.c fs/namespace/*.c fs/ctl/*.c))

@@ -48,6 +48,12 @@ static const char *const verify_names[] = {
 	[DV_VERIFY_OFF] = "off",
 };
 
+static const char *const fuse_uring_names[] = {
+	[DV_FUSE_URING_AUTO] = "auto",
+	[DV_FUSE_URING_ON] = "on",
+	[DV_FUSE_URING_OFF] = "off",
+};
+
 static const char *const source_names[] = {
 	[DV_CONFIG_EXPLICIT] = "explicit",
 	[DV_CONFIG_SYSTEM] = "system",
@@ -307,6 +313,26 @@ const char *dv_verify_mode_name(enum dv_verify_mode mode)
 	if ((unsigned)mode >= sizeof(verify_names) / sizeof(verify_names[0]))
 		return "?";
 	return verify_names[mode];
+}
+
+const char *dv_fuse_uring_name(enum dv_fuse_uring mode)
+{
+	if ((unsigned)mode >= sizeof(fuse_uring_names) / sizeof(fuse_uring_names[0]))
+		return "?";
+	return fuse_uring_names[mode];
+}
+
+int dv_config_lookup_fuse_uring(const char *s, enum dv_fuse_uring *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fuse_uring_names) / sizeof(fuse_uring_names[0]); i++) {
+		if (strcmp(s, fuse_uring_names[i]) == 0) {
+			*out = (enum dv_fuse_uring)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 bool dv_tier_type_is_folder(enum dv_tier_type type)

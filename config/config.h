@@ -30,6 +30,13 @@ enum dv_verify_mode {
 	DV_VERIFY_OFF,
 };
 
+/* FUSE over io_uring (fuse_io_uring:): auto uses it where the kernel offers it. */
+enum dv_fuse_uring {
+	DV_FUSE_URING_AUTO,
+	DV_FUSE_URING_ON,  /* the mount fails when it cannot be had */
+	DV_FUSE_URING_OFF,
+};
+
 /* Where the winning configuration came from (R10). */
 enum dv_config_source {
 	DV_CONFIG_EXPLICIT,
@@ -102,6 +109,7 @@ struct dv_config {
 	enum dv_config_source source;
 	char *origin;                 /* NULL when not configured */
 	enum dv_verify_mode verify;
+	enum dv_fuse_uring fuse_io_uring;
 	unsigned manifest_ttl;        /* seconds */
 	char *metrics;                /* "ADDR:PORT"; NULL = off */
 	double dollars_per_gb;        /* egress price for "dollars saved" */
@@ -158,6 +166,10 @@ void dv_config_file_warnings(const struct dv_config *cfg, dv_config_warn_fn fn,
 const char *dv_tier_type_name(enum dv_tier_type type);
 const char *dv_config_source_name(enum dv_config_source source);
 const char *dv_verify_mode_name(enum dv_verify_mode mode);
+const char *dv_fuse_uring_name(enum dv_fuse_uring mode);
+
+/* "auto", "on" or "off" into *@out: 0, or -EINVAL leaving *@out alone. */
+int dv_config_lookup_fuse_uring(const char *s, enum dv_fuse_uring *out);
 
 /*
  * The state directory when the config sets no state_dir: /var/cache/datavo

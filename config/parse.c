@@ -387,6 +387,20 @@ static int set_verify(struct parse_ctx *ctx, const struct field *f,
 		    "'%.64s' is not a verify mode (use fill, always or off)", s);
 }
 
+static int set_fuse_io_uring(struct parse_ctx *ctx, const struct field *f,
+			     const char *key, yaml_node_t *val, void *obj)
+{
+	struct dv_config *cfg = obj;
+	const char *s = NULL;
+	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
+
+	if (ret < 0)
+		return ret;
+	if (dv_config_lookup_fuse_uring(s, &cfg->fuse_io_uring) == 0)
+		return 0;
+	return fail(ctx, val, key, "'%.64s' is not a choice (use auto, on or off)", s);
+}
+
 static int set_metrics(struct parse_ctx *ctx, const struct field *f,
 		       const char *key, yaml_node_t *val, void *obj)
 {
@@ -503,6 +517,7 @@ static const struct field top_fields[] = {
 	TOP_FIELD("tiers", set_tiers, tiers, 0),
 	TOP_FIELD("origin", set_origin, origin, 0),
 	TOP_FIELD("verify", set_verify, verify, 0),
+	TOP_FIELD("fuse_io_uring", set_fuse_io_uring, fuse_io_uring, 0),
 	TOP_FIELD("manifest_ttl", set_uint, manifest_ttl, UINT32_MAX),
 	TOP_FIELD("metrics", set_metrics, metrics, 0),
 	TOP_FIELD("dollars_per_gb", set_price, dollars_per_gb, 0),

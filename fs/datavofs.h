@@ -33,11 +33,17 @@ struct dv_fs {
 	bool passthrough;        /* atomic: granted at init, until refused */
 	bool want_passthrough;   /* asked for (-o passthrough, default on) */
 	const char *read_path_why; /* atomic: why keep_cache, NULL on passthrough */
+	enum dv_fuse_uring uring_mode; /* fuse_io_uring: auto, on, off */
+	bool uring_asked;        /* libfuse was handed -o io_uring */
+	bool uring;              /* atomic: io_uring granted at INIT */
+	const char *transport_why; /* atomic: why /dev/fuse, NULL on io_uring */
+	uint32_t request_bytes;  /* the largest request asked for at INIT */
 	struct fuse_session *se; /* for notifications (cache_push.h) */
 	bool cache_suspect;      /* atomic: unverified pages may be cached */
 	uint64_t open_files;     /* atomic */
 	uint64_t read_errors;    /* atomic */
 	uint64_t read_bytes;     /* atomic: bytes read through the daemon */
+	uint64_t read_bytes_uring; /* atomic: those of them over io_uring */
 	uint64_t started;        /* time(NULL) at start */
 	struct dv_metrics *metrics; /* the Prometheus exporter, or NULL */
 };

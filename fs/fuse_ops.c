@@ -40,6 +40,7 @@
 #include "open_inodes.h"
 #include "status.h"
 #include "tiers/core/fill.h"
+#include "transport.h"
 
 #define XATTR_HASH "user.datavo.content_hash"
 #define XATTR_TIER "user.datavo.tier"
@@ -514,6 +515,10 @@ static void dv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 	}
 	dv_stat_add(&fs_of(req)->read_bytes, size);
+#ifdef DV_FUSE_URING
+	if (fuse_req_is_uring(req))
+		dv_stat_add(&fs_of(req)->read_bytes_uring, size);
+#endif
 	if (obj->fd >= 0) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
@@ -744,12 +749,57 @@ static const char *negotiate_read_path(struct dv_fs *fs,
 #endif
 }
 
+/* NULL when FUSE over io_uring is granted, else why requests use /dev/fuse. */
+static const char *negotiate_transport(struct dv_fs *fs,
+				       struct fuse_conn_info *conn)
+{
+#ifdef FUSE_CAP_OVER_IO_URING
+	/* libfuse wants it wherever the kernel offers it; the config decides. */
+	if (!fs->uring_asked) {
+		fuse_unset_feature_flag(conn, FUSE_CAP_OVER_IO_URING);
+		return fs->transport_why;
+	}
+	if (!want_flag(conn, FUSE_CAP_OVER_IO_URING))
+		return "the kernel offered no io_uring at INIT";
+	return NULL;
+#else
+	return fs->transport_why;
+#endif
+}
+
+/* The transport, chosen here once and said in status and log. */
+static void init_transport(struct dv_fs *fs, struct fuse_conn_info *conn)
+{
+	const char *why;
+
+	/*
+	 * libfuse sizes its buffers and the kernel's max_pages from max_write;
+	 * the kernel caps it at max_pages_limit, which the daemon only reads.
+	 */
+	fs->request_bytes = (uint32_t)dv_transport_request_bytes();
+	conn->max_write = fs->request_bytes;
+	why = negotiate_transport(fs, conn);
+	__atomic_store_n(&fs->transport_why, why, __ATOMIC_RELEASE);
+	__atomic_store_n(&fs->uring, !why, __ATOMIC_RELEASE);
+	if (!why) {
+		dv_info("transport: io_uring (requests up to %u KiB)",
+			fs->request_bytes >> 10);
+	} else if (fs->uring_mode == DV_FUSE_URING_ON) {
+		dv_err("transport: fuse_io_uring is on, but %s; unmounting", why);
+		fuse_session_exit(fs->se);
+	} else {
+		dv_info("transport: /dev/fuse (%s; requests up to %u KiB)", why,
+			fs->request_bytes >> 10);
+	}
+}
+
 static void dv_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dv_fs *fs = userdata;
 	const char *why;
 
 	conn->max_readahead = UINT_MAX; /* the kernel caps it */
+	init_transport(fs, conn);
 	if (want_flag(conn, FUSE_CAP_SPLICE_WRITE))
 		want_flag(conn, FUSE_CAP_SPLICE_MOVE);
 	want_flag(conn, FUSE_CAP_ASYNC_READ);

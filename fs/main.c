@@ -31,6 +31,7 @@
 #include "fuse_ops.h"
 #include "metrics.h"
 #include "status.h"
+#include "transport.h"
 
 struct cli {
 	const char *pos[2];
@@ -45,6 +46,7 @@ struct cli {
 	char *metrics;           /* -o metrics=ADDR:PORT */
 	int metrics_default;     /* -o metrics */
 	int no_passthrough;
+	char *fuse_io_uring;     /* -o fuse_io_uring=auto|on|off */
 	int help;
 	int version;
 };
@@ -63,6 +65,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("metrics=%s", metrics),
 	CLI_OPT("metrics", metrics_default),
 	CLI_OPT("no_passthrough", no_passthrough),
+	CLI_OPT("fuse_io_uring=%s", fuse_io_uring),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -95,6 +98,7 @@ static void usage(const char *prog)
 	       "    -o state_dir=PATH      where manifests are cached\n"
 	       "    -o log_level=LEVEL     error, warning (default), info, debug\n"
 	       "    -o no_passthrough      never use kernel passthrough\n"
+	       "    -o fuse_io_uring=MODE  FUSE over io_uring: auto (default), on, off\n"
 	       "    -o allow_other         let other users read the mount\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug: foreground, every FUSE call logged\n\n"
@@ -169,6 +173,12 @@ static int apply_overrides(struct cli *cli, struct dv_config *cfg)
 				cli->verify);
 			return -1;
 		}
+	}
+	if (cli->fuse_io_uring &&
+	    dv_config_lookup_fuse_uring(cli->fuse_io_uring, &cfg->fuse_io_uring)) {
+		fprintf(stderr, "datavofs: -o fuse_io_uring=%s: use auto, on or off\n",
+			cli->fuse_io_uring);
+		return -1;
 	}
 	if (cli->manifest_ttl) {
 		if (dv_parse_uint(cli->manifest_ttl, 86400 * 365, &v)) {
@@ -248,6 +258,28 @@ static void warn_config(void *arg, const char *msg)
 	dv_warn("%s", msg);
 }
 
+/*
+ * FUSE over io_uring is decided before the mount, so that fuse_io_uring: on
+ * fails it on the terminal when the machine cannot give it.
+ */
+static int setup_transport(struct dv_fs *fs)
+{
+	const char *why = NULL;
+	int ret;
+
+	fs->uring_mode = fs->cfg->fuse_io_uring;
+	ret = dv_transport_probe(fs->uring_mode, &why);
+	if (ret < 0) {
+		fprintf(stderr, "datavofs: fuse_io_uring is on, but %s%s\n", why,
+			strcmp(why, "enable_uring is off") == 0 ?
+				" (as root: echo Y > " DV_ENABLE_URING_PATH ")" : "");
+		return -1;
+	}
+	fs->uring_asked = ret == 1;
+	fs->transport_why = why;
+	return 0;
+}
+
 static int setup_fs(struct cli *cli, struct dv_fs *fs)
 {
 	struct dv_ns_options nso = { 0 };
@@ -262,7 +294,7 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 		return -1;
 	}
 	dv_config_file_warnings(fs->cfg, warn_config, NULL);
-	if (apply_overrides(cli, fs->cfg))
+	if (apply_overrides(cli, fs->cfg) || setup_transport(fs))
 		return -1;
 	origin = pick_origin(cli, fs->cfg);
 	if (!origin) {
@@ -317,6 +349,9 @@ static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 	struct fuse_session *se;
 	int ret = 1;
 
+	/* libfuse >= 3.18 runs the rings when INIT grants io_uring (dv_init). */
+	if (fs->uring_asked && fuse_opt_add_arg(args, "-oio_uring"))
+		return 1;
 	se = fuse_session_new(args, &dv_fuse_ops, sizeof(dv_fuse_ops), fs);
 	if (!se)
 		return 1;
@@ -428,5 +463,6 @@ out:
 	free(cli.log_level);
 	free(cli.manifest_ttl);
 	free(cli.metrics);
+	free(cli.fuse_io_uring);
 	return ret;
 }

@@ -119,6 +119,18 @@ static void put_read_path(struct dv_text *o, struct dv_fs *fs)
 	dv_text_json_str(o, pt ? NULL : why);
 }
 
+/* "fuse_transport" (io_uring or /dev/fuse) and, on /dev/fuse, why. */
+static void put_transport(struct dv_text *o, struct dv_fs *fs)
+{
+	bool ur = __atomic_load_n(&fs->uring, __ATOMIC_ACQUIRE);
+	const char *why = __atomic_load_n(&fs->transport_why, __ATOMIC_ACQUIRE);
+
+	dv_text_printf(o, ",\n  \"fuse_transport\": \"%s\",\n  \"fuse_transport_reason\": ",
+		       ur ? "io_uring" : "/dev/fuse");
+	dv_text_json_str(o, ur ? NULL : why);
+	dv_text_printf(o, ",\n  \"fuse_request_bytes\": %" PRIu32, fs->request_bytes);
+}
+
 char *dv_status_json(struct dv_fs *fs, size_t *len)
 {
 	struct dv_text o = { 0 };
@@ -134,6 +146,7 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 	dv_text_printf(&o, ",\n  \"config_source\": ");
 	dv_text_json_str(&o, dv_config_source_name(fs->cfg->source));
 	put_read_path(&o, fs);
+	put_transport(&o, fs);
 	dv_text_printf(&o, ",\n  \"verify\": ");
 	dv_text_json_str(&o, dv_verify_mode_name(fs->cfg->verify));
 	dv_text_printf(&o, ",\n  \"metrics\": ");
@@ -166,10 +179,12 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 		       s.hier.promotions, s.hier.verify_failures);
 	dv_text_printf(&o, "  \"bytes_served\": %" PRIu64
 			   ",\n  \"bytes_read\": %" PRIu64
+			   ",\n  \"bytes_read_io_uring\": %" PRIu64
 			   ",\n  \"bytes_saved\": %" PRIu64
 			   ",\n  \"dollars_per_gb\": %.4f"
 			   ",\n  \"dollars_saved\": %.4f,\n",
-		       s.served, dv_stat_get(&fs->read_bytes), s.saved,
+		       s.served, dv_stat_get(&fs->read_bytes),
+		       dv_stat_get(&fs->read_bytes_uring), s.saved,
 		       fs->cfg->dollars_per_gb, s.dollars);
 	put_streams(&o, fs, &s);
 	put_errors(&o, fs, &s);

@@ -7,7 +7,11 @@
  *     served from that tier. Reads are not counted one by one: with kernel
  *     passthrough and keep_cache most of them never reach the daemon;
  *   - "bytes_read" counts the bytes read through the daemon (no
- *     passthrough, not in the page cache);
+ *     passthrough, not in the page cache), "bytes_read_io_uring" those of
+ *     them whose requests came over FUSE over io_uring;
+ *   - "fuse_transport" is io_uring or /dev/fuse, with the reason for
+ *     /dev/fuse in "fuse_transport_reason"; "fuse_request_bytes" is the
+ *     largest request the daemon asked the kernel for;
  *   - "bytes_saved" is what was served minus what the origin sent for
  *     fills: the egress a cache-less reader would have paid for;
  *   - "dollars_saved" is bytes_saved / 1e9 * dollars_per_gb.
@@ -36,7 +40,7 @@ void dv_status_snapshot(struct dv_fs *fs, struct dv_status_totals *out);
 
 /*
  * Returns a malloc'd, NUL-terminated JSON document describing @fs now:
- * origin, config, read path, metrics address, tiers (use, capacity, free,
+ * origin, config, read path, FUSE transport, metrics address, tiers (use, capacity, free,
  * hits, misses, bytes), origin requests and bytes, fills, bytes and
  * dollars saved, errors by kind, open files. No secret is ever part of
  * it. NULL when out of memory.

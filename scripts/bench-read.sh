@@ -10,6 +10,12 @@
 #               the new mount vs the tier files directly, in the same state
 #               (the page cache may hold the tier files, but not the new
 #               mount's own pages: keep_cache reads then enter the daemon).
+#   transports  daemon-served reads (-o no_passthrough, a new mount on the
+#               warm tier, so that every read enters the daemon) over
+#               /dev/fuse vs FUSE over io_uring: buffered (dd bs=1M) and
+#               O_DIRECT (dd bs=4M iflag=direct). The benchmark sets the fuse
+#               module's enable_uring for its run and puts back the value it
+#               found; without io_uring (kernel, libfuse) it says why.
 #
 # usage: scripts/bench-read.sh [TOTAL_MIB] [SHARDS]     (default 1024 MiB in 8)
 # DV_BENCH_ROUNDS (default 6) rounds; the last line gives the median ratios.
@@ -67,6 +73,20 @@ nginx_start "$origin" || bail "nginx"
 hashes=$(python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.load(open(sys.argv[1]))["shards"]]' \
 	"$origin/bench/data/manifest.json")
 
+# FUSE over io_uring needs the fuse module's enable_uring: set for the run.
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_prev=""
+if [ -w "$uring_param" ]; then
+	uring_prev=$(cat "$uring_param")
+	trap 'rc=$?; trap - EXIT; (exit $rc); (_dv_cleanup); rc=$?; echo "$uring_prev" >"$uring_param"; exit $rc' EXIT
+	echo Y >"$uring_param"
+fi
+# The daemon decides before it looks for an origin: with none given, it
+# stops there, or earlier, saying why io_uring cannot be had.
+write_config "$DV_WORK/probe.yaml" "$DV_WORK/probe-tier"
+uring_why=$(env -u DATAVO_ORIGIN "$DATAVOFS" "$DV_WORK/probe-mnt" -o fuse_io_uring=on,config="$DV_WORK/probe.yaml" 2>&1 |
+	grep -o 'fuse_io_uring is on, but .*' || true)
+
 echo "# datavofs read benchmark: $nshards shards, $((bytes >> 20)) MiB, binary $DATAVOFS"
 echo "# prefault before each side: $prefault_mib MiB; $rounds rounds, medians at the end"
 declare -A ratios=()
@@ -79,6 +99,38 @@ v = [float(x) for x in sys.argv[1:]]
 p = [math.sqrt(a * b) for a, b in zip(v[0::2], v[1::2])] or v
 print("%.2f" % statistics.median(p))' $1
 }
+# transports ROUND CFG MNT FILE...: daemon-served reads of FILEs (paths in
+# MNT) over /dev/fuse and io_uring, each side in a new mount on the warm
+# tier (nothing of the mount cached), the sides taking turns at going first.
+transports() {
+	local r=$1 cfg=$2 mnt=$3 side how t0 t1 f
+	local -A g=()
+	shift 3
+	for side in $([ $((r % 2)) = 1 ] && echo off on || echo on off); do
+		for how in buf dio; do
+			dv_mount "$NGINX_URL" "$mnt" "config=$cfg" no_passthrough "fuse_io_uring=$side" >/dev/null ||
+				bail "mount fuse_io_uring=$side"
+			ls -l "$mnt/bench/data" >/dev/null
+			t0=$(now)
+			for f in "$@"; do
+				if [ "$how" = dio ]; then
+					dd if="$f" of=/dev/null bs=4M iflag=direct status=none
+				else
+					dd if="$f" of=/dev/null bs=1M status=none
+				fi
+			done
+			t1=$(now)
+			g[$side$how]=$(gbps $bytes "$t0" "$t1")
+			dv_umount "$mnt" >/dev/null
+		done
+	done
+	echo "round $r transports, daemon-served reads: buffered /dev/fuse ${g[offbuf]} GB/s, io_uring ${g[onbuf]} GB/s," \
+		"ratio $(ratio "${g[onbuf]}" "${g[offbuf]}"); O_DIRECT /dev/fuse ${g[offdio]} GB/s, io_uring ${g[ondio]} GB/s," \
+		"ratio $(ratio "${g[ondio]}" "${g[offdio]}") ($([ $((r % 2)) = 1 ] && echo /dev/fuse || echo io_uring) read first)"
+	note t_buf "$(ratio "${g[onbuf]}" "${g[offbuf]}")"
+	note t_dio "$(ratio "${g[ondio]}" "${g[offdio]}")"
+}
+
 for r in $(seq 1 "$rounds"); do
 	# Both sides start with nothing dirty in the page cache: writeback of
 	# the generated shards would otherwise slow whichever side runs first.
@@ -149,8 +201,15 @@ for r in $(seq 1 "$rounds"); do
 		"($([ $((r % 2)) = 1 ] && echo mount || echo direct) read first)"
 	note restart "$(ratio "$warm" "$dir")"
 	dv_umount "$mnt" >/dev/null
+	[ -z "$uring_why" ] && transports "$r" "$cfg" "$mnt" "${files[@]}"
 	rm -rf "$tier"
 done
+if [ -n "$uring_why" ]; then
+	echo "transports: io_uring not measured: ${uring_why#fuse_io_uring is on, but }"
+else
+	echo "median transport ratios (io_uring / /dev/fuse, daemon-served reads): buffered $(pair_median "${ratios[t_buf]}")," \
+		"O_DIRECT $(pair_median "${ratios[t_dio]}") (over pairs of rounds, one with each side reading first)"
+fi
 echo "median ratios ($path): cold $(median "${ratios[cold]}") (until on disk $(median "${ratios[cold_disk]}"))," \
 	"warm epoch 2 $(pair_median "${ratios[warm2]}"), warm epoch 3 $(pair_median "${ratios[warm3]}")," \
 	"first epoch after a restart $(pair_median "${ratios[restart]}")" \

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds libfuse >= 3.17 (the FUSE passthrough API: fuse_passthrough_open,
-# fi->backing_id, FUSE_CAP_PASSTHROUGH) into a private prefix, from the `fuse3`
-# source package of Debian's next release (trixie), so that datavofs can be built
-# with passthrough on a Debian 12 machine whose own libfuse3 is 3.14.
-# scripts/setup.sh runs it when the system's libfuse is older than 3.17, and
+# Builds libfuse >= 3.18 (the FUSE passthrough API of 3.17: fuse_passthrough_open,
+# fi->backing_id, FUSE_CAP_PASSTHROUGH; and FUSE over io_uring, 3.18) into a
+# private prefix, from the `fuse3` source package of Debian's unstable suite
+# (sid), so that datavofs can be built with both on a Debian 12 machine whose
+# own libfuse3 is 3.14. LIBFUSE_SUITE=trixie LIBFUSE_MIN=3.17 builds trixie's
+# 3.17 instead (passthrough, no io_uring), which make accepts too.
+# scripts/setup.sh runs it when the system's libfuse is older than 3.18, and
 # a plain `make` then builds against it:
 #
 #   scripts/build-libfuse.sh [PREFIX]        default: <repo>/build/libfuse
@@ -16,6 +18,12 @@
 # init script, no setuid fusermount3; the library falls back to the system's
 # fusermount3 on PATH when it needs one).
 #
+# FUSE over io_uring: libfuse's meson builds it only when it finds both
+# liburing and libnuma (liburing-dev, libnuma-dev: installed here when
+# missing); the archive then holds fuse_uring.o, its fuse3.pc requires
+# liburing and numa, and datavofs links -luring -lnuma. A 3.18 archive
+# without fuse_uring.o fails the build (LIBFUSE_URING=0 accepts it).
+#
 # Where the sources come from: the machine's own apt configuration names the
 # Debian mirror (the first main-archive entry, never the security archive).
 # From that mirror the script fetches dists/<suite>/InRelease, checks its
@@ -24,16 +32,17 @@
 # fuse3 source file from the index. Nothing unverified is unpacked.
 #
 # Idempotent: exits at once when PREFIX already holds libfuse3.a >= LIBFUSE_MIN.
-# When meson, ninja or gpgv are missing it installs them with apt-get, waiting
-# (up to LIBFUSE_APT_WAIT seconds, default 600) for another apt or dpkg run
-# to let go of its lock instead of failing.
+# When meson, ninja, gpgv or the io_uring libraries are missing it installs
+# them with apt-get, waiting (up to LIBFUSE_APT_WAIT seconds, default 600) for
+# another apt or dpkg run to let go of its lock instead of failing.
 # Downloads are cached (and re-verified) under the cache directory.
 #
 # Environment (all optional):
 #   LIBFUSE_PREFIX   install prefix (the first argument wins over it)
 #   LIBFUSE_CACHE    downloads and build tree   (default <repo>/build/libfuse-cache)
-#   LIBFUSE_SUITE    Debian suite to take fuse3 from   (default trixie)
-#   LIBFUSE_MIN      lowest acceptable version         (default 3.17)
+#   LIBFUSE_SUITE    Debian suite to take fuse3 from   (default sid)
+#   LIBFUSE_MIN      lowest acceptable version         (default 3.18)
+#   LIBFUSE_URING=0  accept a libfuse >= 3.18 built without io_uring
 #   LIBFUSE_MIRROR   mirror base URL, instead of reading the apt configuration
 #   LIBFUSE_KEYRING  keyring for InRelease (default Debian's archive keyring)
 #   LIBFUSE_FORCE=1  rebuild even if PREFIX already has a good libfuse
@@ -46,12 +55,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 prefix=${1:-${LIBFUSE_PREFIX:-$root/build/libfuse}}
 prefix=$(realpath -m -- "$prefix")
 cache=$(realpath -m -- "${LIBFUSE_CACHE:-$root/build/libfuse-cache}")
-suite=${LIBFUSE_SUITE:-trixie}
-min_version=${LIBFUSE_MIN:-3.17}
+suite=${LIBFUSE_SUITE:-sid}
+min_version=${LIBFUSE_MIN:-3.18}
 keyring=${LIBFUSE_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 
 # --- already there? ---------------------------------------------------------
-# PKG_CONFIG_LIBDIR (not _PATH) so that the system's fuse3.pc is never consulted.
+# PKG_CONFIG_LIBDIR (not _PATH) puts PREFIX's fuse3.pc first; the system's
+# directories follow only for what a 3.18 fuse3.pc requires (liburing, numa).
 prefix_pc_dirs() {
 	local d out=""
 	for d in "$prefix"/lib/*/pkgconfig "$prefix"/lib/pkgconfig "$prefix"/lib64/pkgconfig; do
@@ -65,6 +75,7 @@ installed_version() {
 	dirs=$(prefix_pc_dirs)
 	[ -n "$dirs" ] || return 1
 	command -v pkg-config >/dev/null || return 1
+	dirs=$dirs:$(pkg-config --variable pc_path pkg-config)
 	PKG_CONFIG_LIBDIR=$dirs PKG_CONFIG_PATH='' pkg-config --atleast-version="$min_version" fuse3 || return 1
 	local libdir
 	libdir=$(PKG_CONFIG_LIBDIR=$dirs PKG_CONFIG_PATH='' pkg-config --variable=libdir fuse3)
@@ -108,6 +119,11 @@ apt_wait() {
 missing=()
 for t in "${!tool_pkg[@]}"; do
 	command -v "$t" >/dev/null 2>&1 || missing+=("${tool_pkg[$t]}")
+done
+# What libfuse's meson needs for FUSE over io_uring (only 3.18 and later use them).
+for p in liburing-dev libnuma-dev; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing ${missing[*]}"
@@ -399,6 +415,18 @@ meson install -C "$obj" --no-rebuild >>"$cache/build.log" 2>&1 ||
 	{ tail -40 "$cache/build.log" >&2; die "install failed (log: $cache/build.log)"; }
 
 v=$(installed_version) || die "installed, but no libfuse3.a with a fuse3.pc >= $min_version under $prefix"
+# 3.18 and later: FUSE over io_uring is in the archive, or the build says why not.
+if [ "$(printf '3.18\n%s\n' "$v" | sort -V | head -1)" = 3.18 ]; then
+	archive=$(find "$prefix" -name libfuse3.a | head -1)
+	if ar t "$archive" | grep -q '^fuse_uring\.c\.o$'; then
+		log "libfuse $v has FUSE over io_uring (links -luring -lnuma)"
+	elif [ "${LIBFUSE_URING:-1}" = 0 ]; then
+		log "libfuse $v built without FUSE over io_uring (LIBFUSE_URING=0)"
+	else
+		grep -iE 'liburing|numa' "$cache/build.log" >&2 || true
+		die "libfuse $v was built without FUSE over io_uring (meson found no liburing or numa; see $cache/build.log)"
+	fi
+fi
 # Keep only the verified downloads (and the logs); dpkg-source -x also leaves
 # a copy of the orig tarball next to the tree it unpacked.
 rm -rf "$src" "$obj"
@@ -408,7 +436,7 @@ for f in "${files[@]}"; do
 done
 log "installed libfuse $v into $prefix"
 if [ "$prefix" = "$root/build/libfuse" ]; then
-	log "make builds datavofs against it (passthrough read path)"
+	log "make builds datavofs against it (passthrough read path; io_uring from 3.18 on)"
 else
 	log "build datavofs with: make FUSE_PREFIX=$prefix"
 fi

@@ -5,6 +5,9 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libfuse3-dev fuse3 libcurl4-openssl-dev
 	libssl-dev libyaml-dev libxxhash-dev liburing-dev libmicrohttpd-dev check python3)
+# The private libfuse's FUSE over io_uring (scripts/build-libfuse.sh): its
+# meson builds it only when it finds libnuma as well as liburing.
+build_pkgs+=(libnuma-dev)
 test_pkgs=(nginx-light curl procps util-linux psmisc attr iproute2 clang)
 # Reliability: valgrind for the mount smoke test; libFuzzer's
 # runtime for the fuzz targets (clang's own package may not pull it in).
@@ -46,15 +49,20 @@ else
 	echo "setup: all packages present"
 fi
 
-# The passthrough read path needs libfuse >= 3.17. Where the system's is
-# older (Debian 12: 3.14), build it from Debian's own verified sources into
-# build/libfuse, which a plain `make` then links (statically). SYSTEM_FUSE=1
-# skips it. A failure is not fatal: make falls back to the system's libfuse.
-if [ "${SYSTEM_FUSE:-0}" != 1 ] && ! pkg-config --atleast-version=3.17 fuse3 2>/dev/null; then
-	echo "setup: the system's libfuse is $(pkg-config --modversion fuse3 2>/dev/null || echo missing); building libfuse 3.17 for the passthrough read path"
+# The passthrough read path needs libfuse >= 3.17, FUSE over io_uring 3.18.
+# Where the system's is older (Debian 12: 3.14), build it from Debian's own
+# verified sources into build/libfuse, which a plain `make` then links
+# (statically): sid's 3.18 first, trixie's 3.17 (passthrough only) when that
+# fails. SYSTEM_FUSE=1 skips it. A failure is not fatal: make falls back to
+# the system's libfuse.
+if [ "${SYSTEM_FUSE:-0}" != 1 ] && ! pkg-config --atleast-version=3.18 fuse3 2>/dev/null; then
+	echo "setup: the system's libfuse is $(pkg-config --modversion fuse3 2>/dev/null || echo missing); building libfuse 3.18 for the passthrough read path and FUSE over io_uring"
 	if ! "$(dirname "$0")/build-libfuse.sh"; then
-		echo "setup: warning: no libfuse 3.17 (see above); make will use the system's libfuse and the keep_cache read path" >&2
-		echo "setup: (on Ubuntu: apt-get install debian-archive-keyring, then LIBFUSE_MIRROR=http://deb.debian.org/debian scripts/setup.sh)" >&2
+		echo "setup: warning: no libfuse 3.18 (see above); trying trixie's 3.17 (passthrough, no io_uring)" >&2
+		if ! LIBFUSE_SUITE=trixie LIBFUSE_MIN=3.17 "$(dirname "$0")/build-libfuse.sh"; then
+			echo "setup: warning: no libfuse 3.17 either; make will use the system's libfuse and the keep_cache read path" >&2
+			echo "setup: (on Ubuntu: apt-get install debian-archive-keyring, then LIBFUSE_MIRROR=http://deb.debian.org/debian scripts/setup.sh)" >&2
+		fi
 	fi
 fi
 

@@ -140,6 +140,23 @@ static void print_errors(struct doc *doc)
 	printf("\n");
 }
 
+/* "fuse:     io_uring, requests up to 1 MiB" or "/dev/fuse (why), ...". */
+static void print_transport(struct doc *doc)
+{
+	yaml_node_t *r = doc->root;
+	const char *t = str(doc, r, "fuse_transport");
+	const char *why = str(doc, r, "fuse_transport_reason");
+	char a[32];
+
+	if (!strcmp(t, "-")) /* an older daemon */
+		return;
+	if (!strcmp(why, "-") || !strcmp(why, "null"))
+		why = NULL;
+	printf("fuse:     %s%s%s%s, requests up to %s\n", t, why ? " (" : "",
+	       why ? why : "", why ? ")" : "",
+	       bytes(doc, r, "fuse_request_bytes", a, sizeof(a)));
+}
+
 static void print_human(struct doc *doc, const char *mnt)
 {
 	yaml_node_t *r = doc->root;
@@ -162,6 +179,7 @@ static void print_human(struct doc *doc, const char *mnt)
 	       str(doc, r, "verify"),
 	       dv_ctl_format_duration((double)num(doc, r, "uptime_seconds"), up,
 				      sizeof(up)));
+	print_transport(doc);
 	if (strcmp(metrics, "null") && strcmp(metrics, "-"))
 		printf("metrics:  http://%s/metrics\n", metrics);
 	else

@@ -389,6 +389,12 @@ dv_mount() {
 	shift 2
 	bin=$(_dv_bin)
 	[ -x "$bin" ] || { fail "dv_mount: no daemon at $bin (make, or set DATAVOFS)"; return 1; }
+	# DV_TEST_MOUNT_OPTS (a comma-separated -o list) goes to every mount of a
+	# run, before the test's own options, which win (scripts/test.sh runs the
+	# suite over io_uring with fuse_io_uring=on).
+	if [ -n "${DV_TEST_MOUNT_OPTS:-}" ]; then
+		IFS=, read -ra opts <<<"$DV_TEST_MOUNT_OPTS"
+	fi
 	for o in "$@"; do
 		case "$o" in
 		-*) flags+=("$o") ;;

@@ -65,7 +65,7 @@ missing=""
 for o in $("$(_dv_bin)" --help | grep -oE -- '-o [a-z_]+' | cut -c4-); do
 	grep -q "$o" "$DV_WORK/datavofs.8.txt" || missing+=" $o"
 done
-for k in tiers origin verify manifest_ttl metrics dollars_per_gb state_dir http connect_timeout \
+for k in tiers origin verify fuse_io_uring manifest_ttl metrics dollars_per_gb state_dir http connect_timeout \
 	low_speed_time low_speed_limit retries ca_file ca_path root name type max_bytes path devices \
 	chunk_bytes format bucket region project container_url sas_token managed_identity_client_id \
 	prefix endpoint; do

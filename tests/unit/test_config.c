@@ -390,6 +390,33 @@ START_TEST(test_verify_modes_and_origins)
 }
 END_TEST
 
+START_TEST(test_fuse_io_uring)
+{
+	static const char *const modes[] = { "auto", "on", "off" };
+	char yaml[128];
+	struct dv_config *cfg;
+	enum dv_fuse_uring m = DV_FUSE_URING_OFF;
+	size_t i;
+
+	cfg = parse_ok("tiers: [{path: /a}]\n");
+	ck_assert_int_eq(cfg->fuse_io_uring, DV_FUSE_URING_AUTO);
+	dv_config_free(cfg);
+	/* Unquoted on and off are strings to libyaml, as YAML 1.2 has it. */
+	for (i = 0; i < 3; i++) {
+		snprintf(yaml, sizeof(yaml), "fuse_io_uring: %s\ntiers: [{path: /a}]\n",
+			 modes[i]);
+		cfg = parse_ok(yaml);
+		ck_assert_int_eq(cfg->fuse_io_uring, (int)i);
+		ck_assert_str_eq(dv_fuse_uring_name(cfg->fuse_io_uring), modes[i]);
+		dv_config_free(cfg);
+	}
+	ck_assert_int_eq(dv_config_lookup_fuse_uring("yes", &m), -EINVAL);
+	ck_assert_int_eq(m, DV_FUSE_URING_OFF);
+	ck_assert_int_eq(dv_config_lookup_fuse_uring("on", &m), 0);
+	ck_assert_int_eq(m, DV_FUSE_URING_ON);
+}
+END_TEST
+
 START_TEST(test_metrics_forms)
 {
 	struct dv_config *cfg;
@@ -740,6 +767,8 @@ static const struct bad_config {
 	  "'nfs' is not a tier type" },
 	{ "bad verify", "tiers: [{path: /a}]\nverify: sometimes\n", 2, "verify",
 	  "fill, always or off" },
+	{ "bad fuse_io_uring", "tiers: [{path: /a}]\nfuse_io_uring: maybe\n", 2,
+	  "fuse_io_uring", "'maybe' is not a choice (use auto, on or off)" },
 	{ "bad manifest_ttl", "tiers: [{path: /a}]\nmanifest_ttl: 1m\n", 2,
 	  "manifest_ttl", "'1m'" },
 	{ "negative manifest_ttl", "tiers: [{path: /a}]\nmanifest_ttl: -1\n", 2,
@@ -1335,6 +1364,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_every_top_level_key);
 	tcase_add_test(tc, test_verify_modes_and_origins);
+	tcase_add_test(tc, test_fuse_io_uring);
 	tcase_add_test(tc, test_metrics_forms);
 	tcase_add_test(tc, test_null_values_are_absent);
 	tcase_add_test(tc, test_sizes_in_max_bytes);
