@@ -9,10 +9,9 @@
  * times as readers need. A read that spans several chunks submits all of
  * them before it waits for the first.
  *
- * Read-ahead. A reader whose reads keep landing at or just behind the end
- * of what it read so far (the kernel's own read-ahead sends several FUSE
- * reads at once, out of order) is sequential from its second such read;
- * then a window of the next chunks (two per device, at most RA_MAX_BYTES)
+ * Read-ahead. A reader whose reads start where earlier ones ended (the
+ * kernel's own read-ahead sends several FUSE reads at once, which arrive
+ * out of order) is sequential from its second such read; then a window of the next chunks (two per device, at most RA_MAX_BYTES)
  * is kept in flight, and the next reads find their chunk there. A read
  * anywhere else starts the count again: a random reader gets no
  * read-ahead, only the chunks it asks for.
@@ -39,6 +38,7 @@
 #define MAX_SLOTS 40u
 #define RA_MAX_BYTES (32ULL << 20)
 #define SPAN_MAX 8u     /* chunks one round of a read submits */
+#define RECENT 16u      /* reads whose ends a sequential read may follow */
 
 enum slot_state { SLOT_EMPTY, SLOT_LOADING, SLOT_READY };
 
@@ -65,7 +65,9 @@ struct dv_stripe_reader {
 	bool reaping;           /* a thread waits in the kernel for the ring */
 	uint64_t tick;
 	uint64_t hi;            /* the end of the furthest read of the run */
-	unsigned streak;        /* reads in a sequential run */
+	uint64_t ends[RECENT];  /* where the last reads ended */
+	unsigned nends;
+	unsigned streak;        /* reads of the run that followed another */
 	unsigned ra;            /* chunks of the read-ahead window */
 	unsigned nslots;
 	struct dv_stripe_reader_stats st;
@@ -375,27 +377,32 @@ static void start_range(struct dv_stripe_reader *r, uint64_t lo, uint64_t hi,
 }
 
 /*
- * Whether a read at [@off, @off + @len) continues the run: it starts no
- * further than one chunk past the furthest end read, and no further
- * behind it than the window (the kernel's concurrent reads come out of
- * order). Updates the run.
+ * Notes a read at [@off, @off + @len); true when the reader is
+ * sequential. A read that starts where one of the last RECENT reads ended
+ * continues the run; one near the furthest end read (at most one chunk
+ * past it, or behind it within the window: the kernel sends its own
+ * read-ahead as several reads at once, which arrive out of order) leaves
+ * the run as it is; any other read ends it. A random reader so never
+ * starts one.
  */
 static bool note_access(struct dv_stripe_reader *r, uint64_t off, size_t len)
 {
 	uint64_t cb = r->io->chunk_bytes;
 	uint64_t behind = (uint64_t)(r->ra + 1) * cb;
-	bool in_run = r->streak && off <= r->hi + cb &&
-		      off + behind >= r->hi;
+	bool follows = false;
 
-	if (in_run) {
+	for (unsigned i = 0; i < RECENT && !follows; i++)
+		follows = r->ends[i] == off && off > 0;
+	if (follows) {
 		r->streak++;
-	} else {
-		r->streak = 1;
+	} else if (!(r->hi && off <= r->hi + cb && off + behind >= r->hi)) {
+		r->streak = 0;
 		r->hi = 0;
 	}
+	r->ends[r->nends++ % RECENT] = off + len;
 	if (off + len > r->hi)
 		r->hi = off + len;
-	return r->streak >= 2;
+	return r->streak >= 1;
 }
 
 /* Copies chunk @c's bytes [@from, @from + @n) out, the lock dropped. */
