@@ -11,13 +11,18 @@
 #      shows). Each figure is the best of DV_BENCH_ROUNDS rounds, dd and the
 #      tier alternating; "first" is the first read after a restart (every
 #      chunk's xxh3 checked), "read" the steady state;
-#   2. GB/s through the mount for a stripe-tier shard vs the same shard in a
-#      folder tier (a fresh mount each: the kernel's page cache of the mount
-#      starts empty; the folder file's own page cache is dropped first).
+#   2. GB/s through the mount for a stripe-tier shard, one reader of 1 MiB
+#      read()s, vs `dd iflag=direct` on the same four loop devices (over
+#      files on disk, with direct I/O, and over tmpfs files), side by side,
+#      with the mount's kernel read-ahead as it is and raised for the
+#      measurement; then the same shard in a folder tier (a fresh mount
+#      each: the kernel's page cache of the mount starts empty; the folder
+#      file's own page cache is dropped first).
 #
 # usage: scripts/bench-stripe.sh [TOTAL_MIB]   (default 1024: bytes per pool)
 # Environment: DATAVOFS, DV_STRIPE_TOOL (default: next to DATAVOFS),
-# DV_BENCH_ROUNDS (3), DV_BENCH_SHARD_MIB (512), TMPDIR (where the disk
+# DV_BENCH_ROUNDS (3), DV_BENCH_SHARD_MIB (192), DV_BENCH_RA_KB (16384),
+# DV_BENCH_PARTS (all; "mount": part 2's stripe rows only), TMPDIR (where the disk
 # files go). Loop devices need root; without it part 1b and the loop rows
 # are skipped. Never a pass/fail test: the machine is shared and noisy.
 set -uo pipefail
@@ -145,6 +150,9 @@ mount_read() {
 	MOUNT_GBPS=0 MOUNT_TIER=? MOUNT_PATH=?
 	for ((r = 0; r < n; r++)); do
 		dv_mount "file://$origin" "$mnt" "config=$cfgf" >/dev/null || return 1
+		# A measurement only: the mount's own read-ahead is fs/'s to set.
+		[ -n "${MOUNT_RA_KB:-}" ] &&
+			echo "$MOUNT_RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
 		[ -n "$tier" ] && [ -f "$tier/$hash.tar" ] &&
 			python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$tier/$hash.tar"
 		out=$(stripe_tool readfile "$f" "$want" 2>&1) || { fail "$name: $out"; dv_umount "$mnt"; return 1; }
@@ -170,9 +178,11 @@ warm_up() { # CONFIG: one cold read fills the tiers
 }
 
 # stripe_vs_dd LABEL DEV…: dd on DEV…, then the shard through a stripe tier
-# on them, rounds alternating; one row with both and their ratio.
+# on them, rounds alternating; one row with both and their ratio: with the
+# kernel's read-ahead for the mount as it is (128 KiB: one FUSE read in
+# flight at a time), and raised to DV_BENCH_RA_KB (16384) for the mount.
 stripe_vs_dd() {
-	local label=$1 cfg dds=() gbs=() r saved_bytes=$bytes
+	local label=$1 cfg dds=() gbs=() ras=() r saved_bytes=$bytes
 	shift
 	cfg="$DV_WORK/stripe-$#-$RANDOM.yaml"
 	{
@@ -191,14 +201,18 @@ stripe_vs_dd() {
 		dds+=("$(dd_all "$@")")
 		mount_read "$label" "$cfg" "" 1 || { bytes=$saved_bytes; return 1; }
 		gbs+=("$MOUNT_GBPS")
+		MOUNT_RA_KB=$ra_kb mount_read "$label" "$cfg" "" 1 || { bytes=$saved_bytes; return 1; }
+		ras+=("$MOUNT_GBPS")
 	done
 	bytes=$saved_bytes
 	[ "$MOUNT_TIER" = nvme ] || fail "$label: served by tier '$MOUNT_TIER', not the stripe tier"
-	printf '%-36s dd %6s GB/s   mount %6s GB/s (%s x dd)   served by %s, sha256 ok\n' \
+	printf '%-36s dd %6s GB/s   mount %6s GB/s (%s x dd)   mount, read-ahead %s KiB %6s GB/s (%s x dd)   served by %s, sha256 ok\n' \
 		"$label" "$(best "${dds[@]}")" "$(best "${gbs[@]}")" \
-		"$(ratio "$(best "${gbs[@]}")" "$(best "${dds[@]}")")" "$MOUNT_TIER"
+		"$(ratio "$(best "${gbs[@]}")" "$(best "${dds[@]}")")" "$ra_kb" \
+		"$(best "${ras[@]}")" "$(ratio "$(best "${ras[@]}")" "$(best "${dds[@]}")")" "$MOUNT_TIER"
 }
 
+ra_kb=${DV_BENCH_RA_KB:-16384}
 max_read_kib=$(($(cat /proc/sys/fs/fuse/max_pages_limit 2>/dev/null || echo 256) * 4))
 echo "# through the mount: one ${shard_mib} MiB shard, 1 MiB read()s by one reader, FUSE requests up to $((max_read_kib > 1024 ? 1024 : max_read_kib)) KiB or the kernel's max_pages_limit (${max_read_kib} KiB)"
 if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null; then
