@@ -199,6 +199,32 @@ static int reap(struct dv_ring *r)
 	return 0;
 }
 
+int dv_ring_wait_event(struct dv_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_wait_cqe(&r->ring, &cqe);
+
+	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+		dv_err("stripe: waiting for I/O: %s", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+int dv_ring_reap(struct dv_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+
+	io_uring_for_each_cqe(&r->ring, head, cqe) {
+		complete(r, io_uring_cqe_get_data(cqe), cqe->res);
+		seen++;
+	}
+	io_uring_cq_advance(&r->ring, seen);
+	pump(r);
+	return 0;
+}
+
 int dv_ring_wait(struct dv_ring *r, struct dv_io_batch *b)
 {
 	int err;

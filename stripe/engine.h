@@ -70,6 +70,18 @@ void dv_ring_submit(struct dv_ring *r, struct dv_io **ios, size_t n);
 /* Reaps completions until @b is done. 0 or its first -errno. */
 int dv_ring_wait(struct dv_ring *r, struct dv_io_batch *b);
 
+/*
+ * The two halves of dv_ring_wait, for a ring shared by threads under a
+ * lock of theirs. dv_ring_wait_event blocks until a completion is there
+ * without consuming it or touching the ring's bookkeeping, so it may run
+ * without that lock while other threads submit; only one thread may wait
+ * or reap at a time. dv_ring_reap, under the lock, handles every
+ * completion there is (never blocking) and submits what they made room for.
+ * 0 or -errno (the ring is broken).
+ */
+int dv_ring_wait_event(struct dv_ring *r);
+int dv_ring_reap(struct dv_ring *r);
+
 /* When a chunk read from a device is compared with its xxh3. */
 enum dv_stripe_check {
 	DV_STRIPE_CHECK_FIRST,  /* the first time this process reads it (verify: fill) */
@@ -121,16 +133,32 @@ bool dv_stripe_chunk_ok(const struct dv_stripe_io *io,
 			struct dv_stripe_entry *e, uint64_t i, const void *buf);
 
 /*
- * A reader of one open object: a few chunk buffers, reads ahead of a
- * sequential reader. Concurrent reads of one reader are serialized.
+ * A reader of one open object: a bounded set of chunk buffers, a window
+ * of chunks read ahead of a sequential reader (none for a random one).
+ * Safe for concurrent reads of one handle: they share its chunks and
+ * wait for each other only for the same chunk (reader.c).
  */
 struct dv_stripe_reader;
+
+/* What a reader did, for tests and benchmarks. */
+struct dv_stripe_reader_stats {
+	uint64_t loads;        /* chunks read from the devices into buffers */
+	uint64_t ahead_loads;  /* of which started by read-ahead */
+	uint64_t ahead_hits;   /* reads that found their chunk read ahead */
+	uint64_t direct;       /* reads that went straight to the caller */
+	unsigned buffers;      /* chunk buffers held now */
+	unsigned max_buffers;  /* the most it may ever hold */
+};
 
 /* A reader of @e (borrowed: the caller holds a reference). 0 or -errno. */
 int dv_stripe_reader_new(struct dv_stripe_io *io, struct dv_stripe_entry *e,
 			 struct dv_stripe_reader **out);
 /* Waits for its read-ahead, frees its buffers. NULL is a no-op. */
 void dv_stripe_reader_free(struct dv_stripe_reader *r);
+
+/* A snapshot of @r's counts. */
+void dv_stripe_reader_stats(struct dv_stripe_reader *r,
+			    struct dv_stripe_reader_stats *out);
 
 /*
  * pread of the object: bytes read (short only at the end) or -errno;

@@ -522,6 +522,24 @@ static ssize_t stripe_read(struct dv_tier *t, struct dv_object *obj, void *buf,
 	return -EIO;
 }
 
+void dv_stripe_object_stats(struct dv_object *obj,
+			    struct dv_stripe_reader_stats *out)
+{
+	struct stripe_handle *h = obj->handle;
+
+	dv_stripe_reader_stats(h->r, out);
+}
+
+uint64_t dv_stripe_tier_buffer_bytes(struct dv_tier *t)
+{
+	return __atomic_load_n(&stripe_downcast(t)->io.buffers, __ATOMIC_RELAXED);
+}
+
+void dv_stripe_tier_set_buffer_budget(struct dv_tier *t, uint64_t bytes)
+{
+	stripe_downcast(t)->io.buffer_budget = bytes;
+}
+
 /* ---- installs ---- */
 
 static int alloc_slots(struct stripe_tier *st, struct dv_stripe_entry *e)

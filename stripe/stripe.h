@@ -9,6 +9,7 @@
 
 #include "tiers/core/tier.h"
 #include "discovery.h"
+#include "engine.h"
 
 extern const struct dv_tier_ops dv_tier_stripe_ops;
 
@@ -23,6 +24,16 @@ int dv_stripe_tier_new(const struct dv_tier_config *tc,
 
 /* The state directory of an opened stripe tier (its index journal). */
 const char *dv_stripe_tier_state_dir(struct dv_tier *t);
+
+/* What the reader of @obj, an object open in a stripe tier, did so far. */
+void dv_stripe_object_stats(struct dv_object *obj,
+			    struct dv_stripe_reader_stats *out);
+
+/* Bytes of chunk buffers the readers of the tier @t hold now. */
+uint64_t dv_stripe_tier_buffer_bytes(struct dv_tier *t);
+
+/* Sets the tier's budget of reader buffers (all handles), for tests. */
+void dv_stripe_tier_set_buffer_budget(struct dv_tier *t, uint64_t bytes);
 
 /*
  * Test hook: when this environment variable names a file, and while that

@@ -3,11 +3,16 @@
  * back at any offset and length (both read paths), a restart keeps the
  * cache (B8) whatever the device order, a corrupt chunk is an EIO and a
  * miss (B3), open objects are never evicted (B6), foreign signatures are
- * refused unless format: true, one daemon per pool.
+ * refused unless format: true, one daemon per pool; the reader's
+ * read-ahead: sequential reads find their chunks read ahead, random ones
+ * cause none, bytes stay right across chunk and device boundaries and
+ * with threads sharing a handle, buffers stay within their bounds and are
+ * released at close.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +491,224 @@ START_TEST(test_small_objects)
 }
 END_TEST
 
+/* ---- read-ahead ---- */
+
+#define RA_SIZE (20 * MiB + 4321) /* 21 chunks, the last one partial */
+
+static struct dv_stripe_reader_stats stats_of(struct dv_object *obj)
+{
+	struct dv_stripe_reader_stats st;
+
+	dv_stripe_object_stats(obj, &st);
+	ck_assert_uint_le(st.buffers, st.max_buffers);
+	return st;
+}
+
+START_TEST(test_readahead_sequential)
+{
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(20, RA_SIZE), *buf = malloc(256 * 1024);
+	uint64_t nchunks = dv_stripe_nchunks(RA_SIZE, MiB);
+	struct dv_stripe_reader_stats st;
+	struct dv_object obj;
+
+	ck_assert_int_eq(install_sized(t, 20, RA_SIZE), 0);
+	open_n(t, 20, RA_SIZE, &obj);
+	for (uint64_t off = 0; off < RA_SIZE; off += 256 * 1024) {
+		size_t len = RA_SIZE - off < 256 * 1024 ? (size_t)(RA_SIZE - off) :
+							  256 * 1024;
+
+		check_range(t, &obj, want, off, len, buf);
+		st = stats_of(&obj);
+	}
+	/* Every chunk read once from the devices, all but the first ahead. */
+	ck_assert_uint_eq(st.loads, nchunks);
+	ck_assert_uint_eq(st.ahead_loads, nchunks - 1);
+	ck_assert_uint_eq(st.ahead_hits, nchunks - 1);
+	ck_assert_uint_eq(st.direct, 0);
+	t->ops->close_object(t, &obj);
+	free(buf);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
+START_TEST(test_readahead_random_reader)
+{
+	static const unsigned order[] = { 17, 3, 11, 6, 19, 0, 14, 8, 1, 12, 9 };
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(21, RA_SIZE), buf[64 * 1024];
+	struct dv_stripe_reader_stats st;
+	struct dv_object obj;
+
+	ck_assert_int_eq(install_sized(t, 21, RA_SIZE), 0);
+	open_n(t, 21, RA_SIZE, &obj);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		uint64_t off = order[i] * MiB + 1000 * i;
+
+		check_range(t, &obj, want, off, sizeof(buf) - 100, buf);
+	}
+	st = stats_of(&obj);
+	ck_assert_uint_eq(st.ahead_loads, 0);
+	ck_assert_uint_eq(st.loads, sizeof(order) / sizeof(order[0]));
+	/* A random reader reuses its buffers: it needs one at a time. */
+	ck_assert_uint_le(st.buffers, 2);
+	t->ops->close_object(t, &obj);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
+/* Reads of sizes that straddle chunks (and so devices), forwards then back. */
+START_TEST(test_readahead_boundaries)
+{
+	static const size_t steps[] = { MiB + 4097, 777 * 1024, 3 * MiB - 1, 4096 };
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(22, RA_SIZE), *buf = malloc(3 * MiB);
+	struct dv_object obj;
+
+	ck_assert_int_eq(install_sized(t, 22, RA_SIZE), 0);
+	open_n(t, 22, RA_SIZE, &obj);
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		for (uint64_t off = k * 333; off < RA_SIZE; off += steps[k]) {
+			size_t len = RA_SIZE - off < steps[k] ?
+					     (size_t)(RA_SIZE - off) : steps[k];
+
+			check_range(t, &obj, want, off, len, buf);
+		}
+	}
+	for (uint64_t end = RA_SIZE; end > 0;) {
+		size_t len = end < MiB + 5 ? (size_t)end : MiB + 5;
+
+		end -= len;
+		check_range(t, &obj, want, end, len, buf);
+	}
+	ck_assert_int_eq(t->ops->read(t, &obj, buf, MiB, RA_SIZE - 10), 10);
+	ck_assert(memcmp(buf, want + RA_SIZE - 10, 10) == 0);
+	ck_assert_int_eq(t->ops->read(t, &obj, buf, MiB, RA_SIZE), 0);
+	stats_of(&obj);
+	t->ops->close_object(t, &obj);
+	free(buf);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
+struct ra_thread {
+	struct dv_tier *t;
+	struct dv_object *obj;
+	const char *want;
+	unsigned k, n;
+};
+
+/* Thread @k of @n reads every n-th 128 KiB piece: one handle, shared. */
+static void *ra_thread_main(void *arg)
+{
+	struct ra_thread *a = arg;
+	const size_t step = 128 * 1024;
+	char *buf = malloc(step);
+
+	for (uint64_t off = a->k * step; off < RA_SIZE; off += a->n * step) {
+		size_t len = RA_SIZE - off < step ? (size_t)(RA_SIZE - off) : step;
+
+		check_range(a->t, a->obj, a->want, off, len, buf);
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_readahead_threads_share_a_handle)
+{
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(23, RA_SIZE);
+	struct ra_thread a[4];
+	pthread_t th[4];
+	struct dv_stripe_reader_stats st;
+	struct dv_object obj;
+
+	ck_assert_int_eq(install_sized(t, 23, RA_SIZE), 0);
+	open_n(t, 23, RA_SIZE, &obj);
+	for (unsigned k = 0; k < 4; k++) {
+		a[k] = (struct ra_thread){ t, &obj, want, k, 4 };
+		ck_assert_int_eq(pthread_create(&th[k], NULL, ra_thread_main, &a[k]), 0);
+	}
+	for (unsigned k = 0; k < 4; k++)
+		pthread_join(th[k], NULL);
+	st = stats_of(&obj);
+	ck_assert_uint_ge(st.loads, dv_stripe_nchunks(RA_SIZE, MiB));
+	t->ops->close_object(t, &obj);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
+START_TEST(test_readahead_released_at_close)
+{
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(24, RA_SIZE), *buf = malloc(MiB);
+	struct dv_object a, b;
+
+	ck_assert_int_eq(install_sized(t, 24, RA_SIZE), 0);
+	open_n(t, 24, RA_SIZE, &a);
+	open_n(t, 24, RA_SIZE, &b);
+	for (uint64_t off = 0; off < 6 * MiB; off += MiB / 2) {
+		check_range(t, &a, want, off, MiB / 2, buf);
+		check_range(t, &b, want, off, MiB / 2, buf);
+	}
+	/* Each holds its window (some still loading) until it is closed. */
+	ck_assert_uint_eq(dv_stripe_tier_buffer_bytes(t),
+			  (uint64_t)(stats_of(&a).buffers + stats_of(&b).buffers) * MiB);
+	ck_assert_uint_gt(stats_of(&a).buffers, 2);
+	t->ops->close_object(t, &a);
+	ck_assert_uint_eq(dv_stripe_tier_buffer_bytes(t),
+			  (uint64_t)stats_of(&b).buffers * MiB);
+	t->ops->close_object(t, &b);
+	ck_assert_uint_eq(dv_stripe_tier_buffer_bytes(t), 0);
+	free(buf);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
+START_TEST(test_readahead_memory_bounds)
+{
+	struct dv_tier *t = new_tier(0);
+	char *want = bytes_n(25, RA_SIZE), *buf = malloc(MiB);
+	struct dv_stripe_reader_stats st;
+	struct dv_object obj;
+
+	ck_assert_int_eq(install_sized(t, 25, RA_SIZE), 0);
+	/* Per object: never more buffers than its bound, however it reads. */
+	open_n(t, 25, RA_SIZE, &obj);
+	for (uint64_t off = 0; off < RA_SIZE; off += MiB / 4) {
+		size_t len = RA_SIZE - off < MiB / 4 ? (size_t)(RA_SIZE - off) : MiB / 4;
+
+		check_range(t, &obj, want, off, len, buf);
+		st = stats_of(&obj);
+		ck_assert_uint_le(dv_stripe_tier_buffer_bytes(t), st.max_buffers * MiB);
+	}
+	ck_assert_uint_le(st.max_buffers, 2 * NDEV + 4);
+	t->ops->close_object(t, &obj);
+	/* Per daemon: a budget of one chunk leaves one buffer, no read-ahead. */
+	dv_stripe_tier_set_buffer_budget(t, MiB);
+	open_n(t, 25, RA_SIZE, &obj);
+	for (uint64_t off = 0; off < RA_SIZE; off += MiB / 4) {
+		size_t len = RA_SIZE - off < MiB / 4 ? (size_t)(RA_SIZE - off) : MiB / 4;
+
+		check_range(t, &obj, want, off, len, buf);
+		ck_assert_uint_le(dv_stripe_tier_buffer_bytes(t), MiB);
+	}
+	st = stats_of(&obj);
+	ck_assert_uint_eq(st.ahead_loads, 0);
+	ck_assert_uint_eq(st.buffers, 1);
+	t->ops->close_object(t, &obj);
+	ck_assert_uint_eq(dv_stripe_tier_buffer_bytes(t), 0);
+	free(buf);
+	free(want);
+	dv_tier_free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stripe");
@@ -504,6 +727,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ownership_and_membership);
 	tcase_add_test(tc, test_lost_state_dir);
 	tcase_add_test(tc, test_small_objects);
+	tcase_add_test(tc, test_readahead_sequential);
+	tcase_add_test(tc, test_readahead_random_reader);
+	tcase_add_test(tc, test_readahead_boundaries);
+	tcase_add_test(tc, test_readahead_threads_share_a_handle);
+	tcase_add_test(tc, test_readahead_released_at_close);
+	tcase_add_test(tc, test_readahead_memory_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }
