@@ -408,6 +408,23 @@ static int mark_unsynced(struct folder_tier *ft, const char *hash,
 	return ret;
 }
 
+/*
+ * The staging file just opened is ours while we live (flocked; fair game
+ * for clean_unlocked() after), with the tier's modes. Closes it on error.
+ */
+static int own_staging(struct folder_tier *ft, struct dv_staged *st)
+{
+	int ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+
+	if (!ret)
+		ret = dv_perms_apply_fd(st->fd, &ft->perms);
+	if (ret) {
+		close(st->fd);
+		st->fd = -1;
+	}
+	return ret;
+}
+
 static int folder_stage_open(struct dv_tier *t, const char *hash,
 			     struct dv_staged *st)
 {
@@ -431,17 +448,10 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 			t->name, ft->path, strerror(-ret));
 		return ret;
 	}
-	/* Ours while we live; fair game for clean_unlocked() after. */
-	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
-	if (!ret)
-		ret = dv_perms_apply_fd(st->fd, &ft->perms);
-	if (ret) {
+	ret = own_staging(ft, st);
+	if (ret)
 		unlink(st->path);
-		close(st->fd);
-		st->fd = -1;
-		return ret;
-	}
-	return 0;
+	return ret;
 }
 
 static int folder_stage_resume(struct dv_tier *t, const char *hash,
@@ -461,14 +471,7 @@ static int folder_stage_resume(struct dv_tier *t, const char *hash,
 			strerror(-ret));
 		return ret;
 	}
-	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
-	if (!ret)
-		ret = dv_perms_apply_fd(st->fd, &ft->perms);
-	if (ret) {
-		close(st->fd);
-		st->fd = -1;
-	}
-	return ret;
+	return own_staging(ft, st);
 }
 
 static void folder_stage_discard(struct dv_tier *t, struct dv_staged *st)

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -798,4 +799,14 @@ int dv_http_buf_take(struct dv_http_buf *b, char **out, size_t *len)
 	b->len = 0;
 	b->cap = 0;
 	return 0;
+}
+
+int dv_http_refuse(char *problem, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(problem, DV_HTTP_DETAIL_MAX, fmt, ap);
+	va_end(ap);
+	return err;
 }

@@ -196,6 +196,13 @@ bool dv_http_etag_sendable(const char *etag);
 void dv_http_sleep_ms(unsigned ms);
 
 /*
+ * Says why an attempt was refused: formats into @problem (of
+ * DV_HTTP_DETAIL_MAX bytes) and returns @err. For the body callbacks.
+ */
+__attribute__((format(printf, 3, 4)))
+int dv_http_refuse(char *problem, int err, const char *fmt, ...);
+
+/*
  * Writes @url into @buf for a log line: no userinfo, no query, no
  * fragment (either may hold a secret). Always NUL-terminates. Returns @buf.
  */

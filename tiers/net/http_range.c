@@ -7,17 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 4)))
-static int refuse(struct dv_http_range_get *g, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(g->problem, sizeof(g->problem), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 bool dv_http_range_prepare(struct dv_http_range_get *g,
 			   struct dv_http_request *req)
 {
@@ -49,13 +38,13 @@ int dv_http_range_start(void *arg, const struct dv_http_response *resp)
 	uint64_t want = g->off + g->got, last = g->off + g->len - 1;
 
 	if (resp->status == 200)
-		return refuse(g, -EPROTO, "the server ignored the Range (HTTP 200)");
+		return dv_http_refuse(g->problem, -EPROTO, "the server ignored the Range (HTTP 200)");
 	if (resp->status != 206)
-		return refuse(g, -EPROTO, "unexpected HTTP %ld", resp->status);
+		return dv_http_refuse(g->problem, -EPROTO, "unexpected HTTP %ld", resp->status);
 	if (!resp->has_range || resp->range_start != want ||
 	    resp->range_end != last ||
 	    (resp->range_total && resp->range_total != g->size))
-		return refuse(g, -EPROTO, "Content-Range %" PRIu64 "-%" PRIu64
+		return dv_http_refuse(g->problem, -EPROTO, "Content-Range %" PRIu64 "-%" PRIu64
 			      "/%" PRIu64 " does not answer bytes=%" PRIu64
 			      "-%" PRIu64 " of %" PRIu64, resp->range_start,
 			      resp->range_end, resp->range_total, want, last,
@@ -68,7 +57,7 @@ int dv_http_range_body(void *arg, const void *buf, size_t len)
 	struct dv_http_range_get *g = arg;
 
 	if (len > g->len - g->got)
-		return refuse(g, -EPROTO, "more than the %" PRIu64
+		return dv_http_refuse(g->problem, -EPROTO, "more than the %" PRIu64
 			      " bytes asked for", g->len);
 	memcpy((char *)g->buf + g->got, buf, len);
 	g->got += len;
@@ -81,7 +70,7 @@ int dv_http_range_finish(struct dv_http_range_get *g, int ret,
 			 struct dv_http_response *resp)
 {
 	if (ret == 0 && g->got < g->len)
-		ret = refuse(g, -EPIPE, "part ended at byte %" PRIu64 " of %" PRIu64,
+		ret = dv_http_refuse(g->problem, -EPIPE, "part ended at byte %" PRIu64 " of %" PRIu64,
 			     g->got, g->len);
 	if (ret < 0 && g->problem[0])
 		snprintf(resp->detail, sizeof(resp->detail), "%s", g->problem);

@@ -14,18 +14,6 @@
 
 #include "config/log.h"
 
-/* Says why in g->problem; returns @err. */
-__attribute__((format(printf, 3, 4)))
-static int refuse(struct dv_http_sink_get *g, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(g->problem, sizeof(g->problem), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 bool dv_http_sink_prepare(struct dv_http_sink_get *g,
 			  struct dv_http_request *req)
 {
@@ -55,11 +43,11 @@ static int check_partial(struct dv_http_sink_get *g,
 	uint64_t have = g->sink->written;
 
 	if (!g->ranged || !resp->has_range)
-		return refuse(g, -EPROTO,
+		return dv_http_refuse(g->problem, -EPROTO,
 			      "HTTP 206 without a Content-Range we asked for");
 	if (resp->range_start != have ||
 	    (resp->range_total && resp->range_total != g->size))
-		return refuse(g, -EPROTO, "Content-Range %" PRIu64 "-%" PRIu64
+		return dv_http_refuse(g->problem, -EPROTO, "Content-Range %" PRIu64 "-%" PRIu64
 			      "/%" PRIu64 " does not answer bytes=%" PRIu64
 			      "- of %" PRIu64, resp->range_start,
 			      resp->range_end, resp->range_total, have,
@@ -75,9 +63,9 @@ int dv_http_sink_start(void *arg, const struct dv_http_response *resp)
 	if (resp->status == 206)
 		return check_partial(g, resp);
 	if (resp->status != 200)
-		return refuse(g, -EPROTO, "unexpected HTTP %ld", resp->status);
+		return dv_http_refuse(g->problem, -EPROTO, "unexpected HTTP %ld", resp->status);
 	if (resp->has_length && resp->content_length != g->size)
-		return refuse(g, -EPROTO,
+		return dv_http_refuse(g->problem, -EPROTO,
 			      "Content-Length %" PRIu64 ", expected %" PRIu64,
 			      resp->content_length, g->size);
 	if (g->sink->written == 0)
@@ -86,7 +74,7 @@ int dv_http_sink_start(void *arg, const struct dv_http_response *resp)
 		g->who, g->shown);
 	ret = dv_sink_reset(g->sink);
 	if (ret)
-		refuse(g, ret, "cannot restart the staging file: %s",
+		dv_http_refuse(g->problem, ret, "cannot restart the staging file: %s",
 		       strerror(-ret));
 	return ret;
 }
@@ -97,11 +85,11 @@ int dv_http_sink_body(void *arg, const void *buf, size_t len)
 	int ret = dv_sink_write(g->sink, buf, len);
 
 	if (ret == -EFBIG)
-		return refuse(g, -EPROTO,
+		return dv_http_refuse(g->problem, -EPROTO,
 			      "body longer than the expected %" PRIu64 " bytes",
 			      g->size);
 	if (ret)
-		return refuse(g, ret, "writing the staging file: %s",
+		return dv_http_refuse(g->problem, ret, "writing the staging file: %s",
 			      strerror(-ret));
 	if (g->bytes)
 		__atomic_fetch_add(g->bytes, len, __ATOMIC_RELAXED);
@@ -112,7 +100,7 @@ int dv_http_sink_finish(struct dv_http_sink_get *g, int ret,
 			struct dv_http_response *resp)
 {
 	if (ret == 0 && g->sink->written < g->size)
-		ret = refuse(g, -EPIPE, "body ended at byte %" PRIu64
+		ret = dv_http_refuse(g->problem, -EPIPE, "body ended at byte %" PRIu64
 			     " of %" PRIu64, g->sink->written, g->size);
 	if (ret < 0 && g->problem[0])
 		snprintf(resp->detail, sizeof(resp->detail), "%s", g->problem);
