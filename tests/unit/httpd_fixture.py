@@ -23,6 +23,7 @@ test can keep its own request counters (they are per full path):
   bigclose  no Content-Length, body 1 MiB longer, then close
   wrong     right length, one byte changed
   hang      headers and 512 bytes of the body, then silence
+  trickle   the body at 4 KiB/s: above any low-speed limit, below the deadline
   redirect  302 to /m/ok/<rest>
   redirftp  302 to an ftp:// URL
 
@@ -185,6 +186,12 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(part[: len(part) // 2])
             self.wfile.flush()
             self.drop(mode == "rst")
+            return status
+        if mode == "trickle":
+            for i in range(0, len(part), 1024):
+                self.wfile.write(part[i:i + 1024])
+                self.wfile.flush()
+                time.sleep(0.25)
             return status
         if mode == "hang":
             self.wfile.write(part[:512])

@@ -552,6 +552,33 @@ START_TEST(test_http_500_then_200)
 }
 END_TEST
 
+/*
+ * A transfer that stays above the low-speed limit still ends by its
+ * deadline: 1 + 2 * 1 s here, for a part of 40 KB sent at 4 KiB/s.
+ */
+START_TEST(test_http_deadline)
+{
+	static const struct dv_http_config quick = {
+		.connect_timeout = 1, .low_speed_time = 1,
+		.low_speed_limit = 1024, .retries = 0,
+	};
+	struct dv_origin *o = http_origin("/m/trickle", &quick);
+	struct timespec t0, t1;
+	char *buf = malloc(40000);
+	double took;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(o->ops->fetch_range(o, HASH_A, SIZE_A, 0, 40000, buf),
+			 -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* Not the 10 s the body would take. */
+	ck_assert_double_lt(took, 8.0);
+	free(buf);
+	dv_origin_free(o);
+}
+END_TEST
+
 /* The server's Retry-After outweighs the backoff (about 0.2 s here). */
 START_TEST(test_http_retry_after)
 {
@@ -826,6 +853,7 @@ static Suite *origin_suite(void)
 	tcase_add_test(tc, test_http_hang_times_out);
 	tcase_add_test(tc, test_http_redirects);
 	tcase_add_test(tc, test_http_retry_after);
+	tcase_add_test(tc, test_http_deadline);
 	tcase_add_test(tc, test_http_connection_refused);
 	tcase_add_test(tc, test_http_no_secrets_logged);
 	tcase_add_test(tc, test_http_threads_share_origin);

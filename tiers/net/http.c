@@ -413,7 +413,7 @@ static long deadline_s(const struct dv_http *h, const struct dv_http_request *re
 		bytes = req->body_fd_len;
 	if (req->body_len > bytes)
 		bytes = req->body_len;
-	return (long)(DV_HTTP_DEADLINE_BASE + h->connect_timeout +
+	return (long)(h->connect_timeout + 2 * h->low_speed_time +
 		      bytes / DV_HTTP_DEADLINE_RATE);
 }
 

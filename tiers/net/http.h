@@ -35,8 +35,10 @@
 #define DV_HTTP_LOW_SPEED_LIMIT 1024 /* B/s */
 #define DV_HTTP_LOW_SPEED_TIME 30   /* s */
 #define DV_HTTP_RETRIES 4
-/* The deadline of one attempt: BASE + bytes / RATE seconds. */
-#define DV_HTTP_DEADLINE_BASE 120       /* s */
+/*
+ * The deadline of one attempt: connect_timeout + 2 * low_speed_time (the
+ * answer's start) + bytes / RATE seconds: proportional to what it moves.
+ */
 #define DV_HTTP_DEADLINE_RATE (64u << 10) /* B/s: the slowest link served */
 
 #define DV_HTTP_MAX_REDIRS 5
