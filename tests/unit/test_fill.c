@@ -298,6 +298,8 @@ START_TEST(test_resume_reuses_good_chunks)
 		ck_assert_uint_eq(fk.calls[i], i < 5 ? 0 : 1);
 	dv_fill_progress(r.f, &p);
 	ck_assert_uint_eq(p.reused, 5);
+	/* Chunk 5: only the half that was not written is fetched again. */
+	ck_assert_uint_eq(p.fetched_bytes, SIZE - 5 * CS - CS / 2);
 	assert_file_is_shard(r.fd);
 	end_run(&r);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,13 +131,66 @@ static uint32_t pick(struct dv_fill *f)
 	return i;
 }
 
-/* A resumed staging file may hold chunk @i already. */
-static bool reuse(struct dv_fill *f, uint32_t i, void *buf)
+/*
+ * Chunk @i of the staging file, mapped: the bytes that arrive land in the
+ * file's page cache as they come, so a fill killed mid-chunk keeps what it
+ * had received. NULL when the file cannot be mapped (then a buffer and a
+ * write).
+ */
+static uint8_t *map_chunk(struct dv_fill *f, uint32_t i)
 {
 	uint64_t off = (uint64_t)i * f->chunks.chunk_size;
+	void *p = mmap(NULL, dv_chunks_len(&f->chunks, i), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, f->fd, (off_t)off);
 
-	return dv_pread_full(f->fd, buf, dv_chunks_len(&f->chunks, i), off) == 0 &&
-	       dv_chunks_check(&f->chunks, i, buf);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * What a killed fill left of a chunk: the bytes up to its last non-zero
+ * one (a part never written is a hole, and reads as zeros), whole pages.
+ * Trailing zeros that were received are fetched again: harmless.
+ */
+static uint32_t kept_prefix(const uint8_t *p, uint32_t len)
+{
+	while (len > 0 && p[len - 1] == 0)
+		len--;
+	return len & ~4095u;
+}
+
+static int fetch(struct dv_fill *f, uint64_t off, uint32_t len, uint8_t *dst)
+{
+	int ret;
+
+	limit_take(f->limit);
+	ret = f->fetcher.fetch_range(f->fetcher.arg, &f->ref, off, len, dst);
+	limit_give(f->limit);
+	if (ret == 0)
+		__atomic_fetch_add(&f->prog.fetched_bytes, len, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/*
+ * A resumed staging file may hold chunk @i already (*@whole), or its
+ * start: then only the rest is fetched. True when @p is the chunk.
+ */
+static bool reuse(struct dv_fill *f, uint32_t i, uint8_t *p, bool mapped,
+		  bool *whole)
+{
+	uint64_t off = (uint64_t)i * f->chunks.chunk_size;
+	uint32_t len = dv_chunks_len(&f->chunks, i), keep;
+
+	*whole = false;
+	if (!mapped && dv_pread_full(f->fd, p, len, off))
+		return false;
+	if (dv_chunks_check(&f->chunks, i, p)) {
+		*whole = true;
+		return true;
+	}
+	keep = kept_prefix(p, len);
+	return keep > 0 && keep < len &&
+	       fetch(f, off + keep, len - keep, p + keep) == 0 &&
+	       dv_chunks_check(&f->chunks, i, p);
 }
 
 /* Fetches chunk @i into @buf and checks it, twice at most. */
@@ -147,12 +201,9 @@ static int fetch_chunk(struct dv_fill *f, uint32_t i, void *buf)
 	int ret = -EIO;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		limit_take(f->limit);
-		ret = f->fetcher.fetch_range(f->fetcher.arg, &f->ref, off, len, buf);
-		limit_give(f->limit);
+		ret = fetch(f, off, len, buf);
 		if (ret)
 			return ret;
-		__atomic_fetch_add(&f->prog.fetched_bytes, len, __ATOMIC_RELAXED);
 		if (dv_chunks_check(&f->chunks, i, buf))
 			return 0;
 		dv_err("%s (%s): chunk %" PRIu32 " (bytes %" PRIu64 "-%" PRIu64
@@ -167,14 +218,16 @@ static int settle_chunk(struct dv_fill *f, uint32_t i, void *buf, bool *reused)
 {
 	uint64_t off = (uint64_t)i * f->chunks.chunk_size;
 	uint32_t len = dv_chunks_len(&f->chunks, i);
-	int ret;
+	uint8_t *map = map_chunk(f, i), *p = map ? map : buf;
+	int ret = 0;
 
-	*reused = f->resume && reuse(f, i, buf);
-	if (*reused)
-		return 0;
-	ret = fetch_chunk(f, i, buf);
-	if (ret == 0)
-		ret = dv_pwrite_full(f->fd, buf, len, off);
+	*reused = false;
+	if (!f->resume || !reuse(f, i, p, map != NULL, reused))
+		ret = fetch_chunk(f, i, p);
+	if (ret == 0 && !map)
+		ret = dv_pwrite_full(f->fd, p, len, off);
+	if (map)
+		munmap(map, len);
 	return ret;
 }
 
