@@ -98,6 +98,20 @@ assert_eq "$bad" 0 "sixteen readers of one cold shard all read it right"
 assert_eq "$(ranges "$s" | grep -c .)" "$(nchunks "$s")" "sixteen readers: one GET per chunk"
 assert_eq "$(ranges "$s" | sort | uniq -d | grep -c .)" 0 "sixteen readers: no chunk fetched twice"
 
+# --- two daemons on one tier ------------------------------------------------------
+mnt2=$(dv_tmp mnt2)
+dv_mount "$FO_URL" "$mnt2" "config=$cfg" || bail "second mount"
+s=$(shard 7)
+want=$(sha_of "$origin" cold/set "$s")
+(sha256sum <"$mnt/cold/set/$s" | cut -d' ' -f1 >"$DV_WORK/d1") &
+p1=$!
+(sha256sum <"$mnt2/cold/set/$s" | cut -d' ' -f1 >"$DV_WORK/d2") &
+p2=$!
+wait "$p1" "$p2"
+assert_eq "$(cat "$DV_WORK/d1") $(cat "$DV_WORK/d2")" "$want $want" "two daemons on one tier read one cold shard right"
+assert_eq "$(ranges "$s" | grep -c .)" "$(nchunks "$s")" "two daemons on one tier: the shard is fetched once"
+dv_umount "$mnt2"
+
 # --- a reader that seeks to the end ----------------------------------------------
 s=$(shard 2)
 h=$(hash_of "$origin" cold/set "$s")
