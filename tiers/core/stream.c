@@ -295,8 +295,9 @@ static bool can_stream(const struct dv_hierarchy *h,
 }
 
 /*
- * The chunk list, or why not. From a remote tier, a list that cannot be
- * had is no reason to fail the read: the tier's whole download is (0).
+ * The chunk list: 1 with *@out filled, else why not. For a shard held by a
+ * remote tier, a list that cannot be had is no reason to fail the read:
+ * 0, and the caller downloads the shard whole from that tier.
  */
 static int get_chunks(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 		      const struct dv_stream_src *src, struct dv_chunks *out)
