@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """A forwarding proxy in front of Azurite for the t_azure_* tests.
 
-Usage: azproxy.py UPSTREAM_PORT [--delay-put SECS] [--cut-first-get] [--log FILE]
+Usage: azproxy.py UPSTREAM_PORT [--delay-put SECS] [--delay-range SECS]
+                  [--cut-first-get] [--log FILE]
 Listens on 127.0.0.1 on an ephemeral port, prints the port on the first
 line of stdout. Requests go to 127.0.0.1:UPSTREAM_PORT unchanged (method,
 path, query, headers, body), so Shared Key and SAS signatures still verify.
 
   --delay-put SECS   every PUT waits SECS before it is forwarded: a slow bucket
+  --delay-range SECS every GET with a Range waits SECS before it is forwarded:
+                     a slow link, on which a streaming reader is seen to get
+                     its first part before the blob is all in
   --cut-first-get    the first GET of each blob gets its headers and half its
                      body, then the connection is closed: the client must
                      resume with a Range request
@@ -50,6 +54,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else None
         if self.command == "PUT" and A.delay_put:
             time.sleep(A.delay_put)
+        if self.command == "GET" and A.delay_range and self.headers.get("Range"):
+            time.sleep(A.delay_range)
         cut = False
         if self.command == "GET" and A.cut_first_get and "comp=" not in path:
             with LOCK:
@@ -86,6 +92,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("upstream", type=int)
     ap.add_argument("--delay-put", type=float, default=0)
+    ap.add_argument("--delay-range", type=float, default=0)
     ap.add_argument("--cut-first-get", action="store_true")
     ap.add_argument("--log")
     ap.add_argument("--lifetime", type=float, default=900)

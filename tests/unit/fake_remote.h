@@ -1,7 +1,7 @@
 /*
  * An in-memory remote tier for unit tests of the hierarchy's rules. It
- * stands in for a bucket: DV_TIER_REMOTE, download into a sink, upload
- * from a file, never evicts. Integration tests use real servers instead.
+ * stands in for a bucket: DV_TIER_REMOTE, download into a sink or a part
+ * into a buffer, upload from a file, never evicts. Integration tests use real servers instead.
  */
 #ifndef DV_FAKE_REMOTE_H
 #define DV_FAKE_REMOTE_H
@@ -12,6 +12,7 @@
 
 struct fake_remote_counts {
 	unsigned lookups, downloads, uploads, upload_attempts;
+	unsigned ranges;    /* download_range calls (atomic) */
 };
 
 struct dv_tier *fake_remote_new(const char *name, uint64_t max_bytes);
@@ -25,7 +26,7 @@ struct fake_remote_counts *fake_remote_counts(struct dv_tier *t);
  * every upload first sleeps @upload_delay_ms. */
 void fake_remote_faults(struct dv_tier *t, int lookup_err, int upload_err,
 			unsigned upload_delay_ms);
-/* Makes downloads deliver a flipped byte. */
+/* Makes downloads (whole or parts) deliver a flipped byte. */
 void fake_remote_corrupt(struct dv_tier *t, bool on);
 
 #endif

@@ -25,6 +25,7 @@ A bucket (in memory), when the fault auth=1, only for a Bearer token this
 server issued and has not revoked (else 401); deny=1 answers 403:
   GET  /storage/v1/b/B/o/NAME            metadata ("size" as a string)
   GET  /storage/v1/b/B/o/NAME?alt=media  bytes; Range bytes=S- and S-E
+       (206 with exactly that part; a range of the whole object is a 200)
   GET  /storage/v1/b/B/o                 listing
   POST /upload/storage/v1/b/B/o?uploadType=media&name=N[&ifGenerationMatch=0]
   POST /upload/storage/v1/b/B/o?uploadType=resumable&name=N  (Location)
@@ -363,19 +364,22 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 return self.send(200, self.meta(bucket, name))
         rng = self.headers.get("Range")
-        start = 0
+        start, end, ranged = 0, len(data) - 1, False
         if rng and fault("ignore_range") != "1":
-            start = int(rng[len("bytes="):].split("-")[0])
+            a, _, b = rng[len("bytes="):].partition("-")
+            start = int(a)
+            end = min(int(b), len(data) - 1) if b else len(data) - 1
+            ranged = start > 0 or end < len(data) - 1
             if start >= len(data):
                 return self.send(416, b"", headers=[("Content-Range", "bytes */%d" % len(data))])
-        part = data[start:]
+        part = data[start:end + 1]
         cut = take_fault("media_cut")
-        self.record(299 if cut else 206 if start else 200)
-        self.send_response(206 if start else 200)
+        self.record(299 if cut else 206 if ranged else 200)
+        self.send_response(206 if ranged else 200)
         self.send_header("Content-Type", "application/x-tar")
         self.send_header("Content-Length", str(len(part)))
-        if start:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+        if ranged:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, len(data)))
         self.end_headers()
         if cut:
             self.wfile.write(part[: len(part) // 2])

@@ -376,6 +376,37 @@ START_TEST(test_download_whole_object_restarts_sink)
 }
 END_TEST
 
+/* download_range: exactly a part; a cut resumes; a 200 is refused. */
+START_TEST(test_download_range)
+{
+	struct dv_tier *t = new_tier();
+	size_t off = 65536 + 7, len = 300000;
+	unsigned char *got = malloc(len);
+
+	ck_assert_int_eq(install(t, HASH_B, BIG), 0);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_B, BIG, off, len, got), 0);
+	ck_assert_mem_eq(got, data + off, len);
+	ck_assert_int_eq(gf_count("?alt=media bytes=65543-365542 206 bearer"), 1);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_B, BIG, BIG - 5, 5, got), 0);
+	ck_assert_mem_eq(got, data + BIG - 5, 5);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_B, BIG, BIG - 5, 6, got), -EINVAL);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_A, 100, 0, 10, got), -ENOENT);
+	gf_ctl("/_fault", "media_cut=1");
+	memset(got, 0, len);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_B, BIG, off, len, got), 0);
+	ck_assert_mem_eq(got, data + off, len);
+	ck_assert_int_eq(gf_count("?alt=media bytes=65543-365542 299"), 1);
+	/* The resume asks from where the cut stopped (half the part) on. */
+	ck_assert_int_eq(gf_count("?alt=media bytes=215543-365542 206"), 1);
+	ck_assert_int_eq(gf_count(" 206 bearer"), 3);
+	/* An emulator that answers a range with the whole object: -EPROTO. */
+	gf_ctl("/_fault", "ignore_range=1");
+	ck_assert_int_eq(dv_tier_download_range(t, HASH_B, BIG, off, len, got), -EIO);
+	free(got);
+	dv_tier_free(t);
+}
+END_TEST
+
 START_TEST(test_download_missing)
 {
 	struct dv_tier *t = new_tier();
@@ -580,6 +611,7 @@ static Suite *gcs_suite(void)
 	tcase_add_test(t, test_download_resumes_with_range);
 	tcase_add_test(t, test_download_whole_object_restarts_sink);
 	tcase_add_test(t, test_download_missing);
+	tcase_add_test(t, test_download_range);
 	tcase_add_test(t, test_access_denied_is_not_a_miss);
 	tcase_add_test(t, test_401_gets_one_new_token);
 	tcase_add_test(t, test_transient_errors_are_retried);

@@ -275,6 +275,43 @@ START_TEST(test_get_resumes_with_range)
 }
 END_TEST
 
+/* download_range: a part into a buffer, resumed where a cut stopped. */
+START_TEST(test_download_range)
+{
+	struct dv_tier *t = tier();
+	uint64_t size = (1u << 20) + 11, off = 65536 + 3;
+	size_t len = 200000;
+	uint8_t sha[32];
+	int fd = make_file("a", size, 4, sha);
+	unsigned char *want = malloc(size), *got = malloc(len);
+
+	dv_test_pattern(want, size, 4);
+	ck_assert_int_eq(t->ops->install(t, HASH, fd, NULL, size, 0), 0);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH, size, off, len, got), 0);
+	ck_assert_mem_eq(got, want + off, len);
+	ck_assert_int_eq(count("GET /" BUCKET "/team-a/" HASH ".tar 206"), 1);
+	/* The last bytes. */
+	ck_assert_int_eq(dv_tier_download_range(t, HASH, size, size - 10, 10, got), 0);
+	ck_assert_mem_eq(got, want + size - 10, 10);
+	/* Outside the object: nothing is asked. */
+	ck_assert_int_eq(dv_tier_download_range(t, HASH, size, size - 10, 11, got), -EINVAL);
+	ck_assert_int_eq(count("GET /" BUCKET "/team-a/" HASH ".tar 206"), 2);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH2, 100, 0, 10, got), -ENOENT);
+	/* A part cut half way: the next attempt asks for the rest only. */
+	fault("cut-get");
+	memset(got, 0, len);
+	ck_assert_int_eq(dv_tier_download_range(t, HASH, size, off, len, got), 0);
+	ck_assert_mem_eq(got, want + off, len);
+	ck_assert_int_eq(count("GET /" BUCKET "/team-a/" HASH ".tar 206"), 4);
+	ck_assert_int_eq(count(" 403"), 0);
+	close(fd);
+	free(want);
+	free(got);
+	no_secret_logged();
+	dv_tier_free(t);
+}
+END_TEST
+
 START_TEST(test_forbidden_is_eacces_with_a_clear_line)
 {
 	struct dv_tier *t = tier();
@@ -647,6 +684,7 @@ static Suite *s3_suite(void)
 	tcase_add_test(tc, test_miss_put_hit_get);
 	tcase_add_test(tc, test_empty_object_and_max_bytes);
 	tcase_add_test(tc, test_get_resumes_with_range);
+	tcase_add_test(tc, test_download_range);
 	tcase_add_test(tc, test_forbidden_is_eacces_with_a_clear_line);
 	tcase_add_test(tc, test_wrong_secret_is_eacces);
 	tcase_add_test(tc, test_no_credentials_is_eacces);

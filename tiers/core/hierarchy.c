@@ -8,7 +8,8 @@
  *               daemons sharing tiers cannot deadlock; then walks again,
  *               since a racer may have filled the shard meanwhile (B1);
  *   promote     a hit below tier 0 is copied up (R3), a remote hit is
- *               staged, verified and installed first (R4);
+ *               staged, verified and installed first (R4), or streams
+ *               chunk by chunk as a cold shard does (stream.c);
  *   fill        a full miss streams the fetcher through a verifying sink
  *               into a staging file and installs it everywhere (R2, B2).
  *
@@ -472,9 +473,24 @@ static int fill(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	return open_installed(h, ref, (size_t)top, out);
 }
 
-/* R4: a hit in remote tier @i. -EAGAIN: go on walking below it. */
+/* A remote tier's download_range as a fetcher's (the chunks of a stream). */
+static int remote_fetch_range(void *arg, const struct dv_shard_ref *ref,
+			      uint64_t off, uint64_t len, void *buf)
+{
+	struct dv_tier *t = arg;
+
+	return dv_tier_download_range(t, ref->hash, ref->size, off, len, buf);
+}
+
+/*
+ * R4: a hit in remote tier @i. -EAGAIN: go on walking below it. A shard
+ * with a chunk list streams from the tier as a full miss streams from the
+ * origin (stream.c; 1: the stream holds @held), its list from @origin;
+ * without one, or when the list cannot be had, it is downloaded whole.
+ */
 static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-			  size_t i, struct dv_object *out)
+			  size_t i, const struct dv_fetcher *origin,
+			  struct held_locks *held, struct dv_object *out)
 {
 	struct dv_fetcher src = { .fetch = remote_fetch, .arg = h->tiers[i] };
 	struct dv_staged st = { .fd = -1 };
@@ -482,6 +498,17 @@ static int promote_remote(struct dv_hierarchy *h, const struct dv_shard_ref *ref
 	ssize_t top;
 	int ret;
 
+	if (dv_tier_has_ranges(h->tiers[i])) {
+		struct dv_stream_src from = { .list = origin, .bytes = &src,
+					      .remote = (ssize_t)i };
+
+		src.fetch_range = remote_fetch_range;
+		ret = dv_hier_stream(h, ref, &from, held, out);
+		if (ret < 0)
+			dv_stat_add(&h->tiers[i]->stats.errors, 1);
+		if (ret)
+			return ret == 1 ? 1 : -EAGAIN;
+	}
 	ret = stream_in(h, ref, &src, h->tiers[i]->name, &st, &where);
 	if (ret) {
 		dv_stat_add(&h->tiers[i]->stats.errors, 1);
@@ -552,7 +579,6 @@ static int promote_local(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	return open_installed(h, ref, (size_t)top, out);
 }
 
-/* With the locks held: walk again and act on what is found. */
 /*
  * With the locks @held: walk again and act on what is found. 1 when a
  * streaming fill took the locks over (stream.c).
@@ -572,12 +598,16 @@ static int locked_get(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 			return ret;
 		count_walk(h, i);
 		if (i < 0) {
-			ret = dv_hier_stream(h, ref, fetcher, held, out);
+			struct dv_stream_src cold = { .list = fetcher,
+						      .bytes = fetcher,
+						      .remote = -1 };
+
+			ret = dv_hier_stream(h, ref, &cold, held, out);
 			if (ret == 0)
 				ret = fill(h, ref, fetcher, out);
 		}
 		else if (dv_hier_is_remote(h->tiers[i]))
-			ret = promote_remote(h, ref, (size_t)i, out);
+			ret = promote_remote(h, ref, (size_t)i, fetcher, held, out);
 		else if (i == 0)
 			ret = open_local(h, 0, ref, out) ? -EAGAIN : 0;
 		else

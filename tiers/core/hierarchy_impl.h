@@ -74,14 +74,30 @@ double dv_hier_now(void);
 void dv_hier_observe_fill(struct dv_hierarchy *h, double seconds);
 
 /*
- * stream.c. With the locks @held, on a full miss of a shard with a chunk
- * list: starts a streaming fill and opens it into @out. 1 when it did (the
+ * Where a streaming fill gets what it needs: the chunk list from @list's
+ * chunks hook (the origin's: a small document), the bytes from @bytes's
+ * fetch_range (copied into the fill: its arg must outlive it). On a full
+ * miss both are the origin's and @remote is -1; for a hit in remote tier
+ * @remote (R4), @bytes reads that tier (download_range), the shard is
+ * installed only into the tiers above it, and its counters are the
+ * promotion's.
+ */
+struct dv_stream_src {
+	const struct dv_fetcher *list;
+	const struct dv_fetcher *bytes;
+	ssize_t remote;
+};
+
+/*
+ * stream.c. With the locks @held, for a shard with a chunk list: starts a
+ * streaming fill from @src and opens it into @out. 1 when it did (the
  * fill now owns @held: the caller must not unlock; out->fill is NULL if
  * the opener's descriptor could not be made); 0 when streaming does not
- * apply here (the caller fills whole); -errno for the reader.
+ * apply here (the caller fills whole; from a remote tier, also when the
+ * chunk list cannot be had); -errno for the reader.
  */
 int dv_hier_stream(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-		   const struct dv_fetcher *fetcher, struct held_locks *held,
+		   const struct dv_stream_src *src, struct held_locks *held,
 		   struct dv_object *out);
 
 /* A fill of @ref->hash already streaming in this daemon, opened into @out. */

@@ -9,7 +9,10 @@
  * the shard in this daemon join it through the registry below, and other
  * daemons wait for the lock and then find the shard installed. When every
  * chunk is in and the whole shard matches its sha256, it is installed in
- * every tier as a whole fill would (R2). A fill that failed or was
+ * every tier as a whole fill would (R2). A shard found in a remote tier
+ * streams the same way, its bytes from that tier and its chunk list from
+ * the origin, and is installed only into the tiers above it (R4): the
+ * bucket has it already. A fill that failed or was
  * cancelled keeps its staging file, whose good chunks the next fill reuses
  * (B4: nothing is installed until all of it is verified).
  */
@@ -32,6 +35,7 @@ struct dv_stream {
 	struct held_locks held;  /* released when the fill ends */
 	struct dv_staged st;     /* st.fd closed (under the lock) at the end */
 	size_t where;            /* the tier holding the staging file */
+	ssize_t remote;          /* the remote tier read from; -1: the origin */
 	char hash[65];
 	char label[256];
 	uint8_t sha256[32];
@@ -157,11 +161,14 @@ static void settle_staging(struct dv_stream *s, int result)
 {
 	struct dv_hierarchy *h = s->h;
 	struct dv_tier *t = h->tiers[s->where];
+	struct dv_tier *from = s->remote < 0 ? NULL : h->tiers[s->remote];
+	size_t limit = from ? (size_t)s->remote : h->n;
 	ssize_t top;
 
 	if (result == 0) {
-		dv_stat_add(&h->stats.fetch_bytes, s->ref.size);
-		top = dv_hier_install_all(h, &s->ref, s->st.fd, s->st.path, h->n,
+		dv_stat_add(from ? &h->stats.promotions : &h->stats.fetch_bytes,
+			    from ? 1 : s->ref.size);
+		top = dv_hier_install_all(h, &s->ref, s->st.fd, s->st.path, limit,
 					  s->where, -1);
 		if (top < 0)
 			dv_err("%s: no tier accepted it (%" PRIu64 " bytes)",
@@ -169,9 +176,11 @@ static void settle_staging(struct dv_stream *s, int result)
 		dv_tier_stage_discard(t, &s->st);
 		return;
 	}
-	dv_stat_add(&h->stats.fetch_errors, 1);
+	dv_stat_add(from ? &from->stats.errors : &h->stats.fetch_errors, 1);
 	if (result == -EBADMSG) {
 		dv_stat_add(&h->stats.verify_failures, 1);
+		if (from)
+			dv_stat_add(&from->stats.verify_failures, 1);
 		dv_tier_stage_discard(t, &s->st);
 		return;
 	}
@@ -253,6 +262,7 @@ static int stage(struct dv_hierarchy *h, struct dv_stream *s, bool *resumed)
 
 static struct dv_stream *stream_new(struct dv_hierarchy *h,
 				    const struct dv_shard_ref *ref,
+				    ssize_t remote,
 				    const struct held_locks *held)
 {
 	struct dv_stream *s = calloc(1, sizeof(*s));
@@ -260,6 +270,7 @@ static struct dv_stream *stream_new(struct dv_hierarchy *h,
 	if (!s)
 		return NULL;
 	s->h = h;
+	s->remote = remote;
 	s->held = *held;
 	s->st.fd = -1;
 	snprintf(s->hash, sizeof(s->hash), "%s", ref->hash);
@@ -277,10 +288,34 @@ static struct dv_stream *stream_new(struct dv_hierarchy *h,
 
 static bool can_stream(const struct dv_hierarchy *h,
 		       const struct dv_shard_ref *ref,
-		       const struct dv_fetcher *fetcher)
+		       const struct dv_stream_src *src)
 {
 	return h->fill_cfg.streaming && ref->chunks_pin && ref->size > 0 &&
-	       fetcher->chunks && fetcher->fetch_range;
+	       src->list->chunks && src->bytes->fetch_range;
+}
+
+/*
+ * The chunk list: 1 with *@out filled, else why not. For a shard held by a
+ * remote tier, a list that cannot be had is no reason to fail the read:
+ * 0, and the caller downloads the shard whole from that tier.
+ */
+static int get_chunks(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
+		      const struct dv_stream_src *src, struct dv_chunks *out)
+{
+	int ret = src->list->chunks(src->list->arg, ref, out);
+
+	if (ret == 0)
+		return 1;
+	if (src->remote >= 0) {
+		dv_warn("%s (%s): no usable chunk list (%s): downloading it whole from tier '%s'",
+			dv_hier_label(ref), ref->hash, strerror(-ret),
+			h->tiers[src->remote]->name);
+		return 0;
+	}
+	dv_err("%s (%s): no usable chunk list: %s", dv_hier_label(ref),
+	       ref->hash, strerror(-ret));
+	dv_stat_add(&h->stats.fetch_errors, 1);
+	return ret == -ENOMEM ? ret : -EIO;
 }
 
 /* Starts the fill of @s; on success it is in the registry. */
@@ -309,7 +344,7 @@ static int start(struct dv_hierarchy *h, struct dv_stream *s,
 }
 
 int dv_hier_stream(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
-		   const struct dv_fetcher *fetcher, struct held_locks *held,
+		   const struct dv_stream_src *src, struct held_locks *held,
 		   struct dv_object *out)
 {
 	struct dv_chunks chunks = { 0 };
@@ -317,20 +352,17 @@ int dv_hier_stream(struct dv_hierarchy *h, const struct dv_shard_ref *ref,
 	bool resumed = false;
 	int ret;
 
-	if (!can_stream(h, ref, fetcher))
+	if (!can_stream(h, ref, src))
 		return 0;
-	ret = fetcher->chunks(fetcher->arg, ref, &chunks);
-	if (ret) {
-		dv_err("%s (%s): no usable chunk list: %s", dv_hier_label(ref),
-		       ref->hash, strerror(-ret));
-		dv_stat_add(&h->stats.fetch_errors, 1);
-		return ret == -ENOMEM ? ret : -EIO;
-	}
-	s = stream_new(h, ref, held);
+	ret = get_chunks(h, ref, src, &chunks);
+	if (ret <= 0)
+		return ret;
+	s = stream_new(h, ref, src->remote, held);
 	ret = s ? stage(h, s, &resumed) : -ENOMEM;
 	if (ret == 0) {
-		dv_stat_add(&h->stats.fetches, 1);
-		ret = start(h, s, ref, fetcher, &chunks, resumed);
+		if (src->remote < 0)
+			dv_stat_add(&h->stats.fetches, 1);
+		ret = start(h, s, ref, src->bytes, &chunks, resumed);
 	}
 	if (ret == 0) {
 		pthread_mutex_lock(&h->streams_lock);

@@ -258,6 +258,13 @@ int dv_tier_def_download(struct dv_tier *t, const char *hash, uint64_t size,
 	return -ENOTSUP;
 }
 
+int dv_tier_def_download_range(struct dv_tier *t, const char *hash,
+			       uint64_t size, uint64_t off, uint64_t len,
+			       void *buf)
+{
+	return -ENOTSUP;
+}
+
 int dv_tier_def_lock(struct dv_tier *t, const char *hash)
 {
 	return -ENOTSUP;

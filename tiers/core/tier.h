@@ -9,7 +9,8 @@
  *     lock); they are the local landing zones (R6);
  *   - local non-file tiers (stripe): objects read through ->read;
  *   - remote tiers (s3, azure_blob, gcs: DV_TIER_REMOTE): ->download into a
- *     verifying sink, ->install uploads from a local file; never evict (R9).
+ *     verifying sink, or ->download_range a part into a buffer (a streaming
+ *     fill), ->install uploads from a local file; never evict (R9).
  */
 #ifndef DV_TIER_H
 #define DV_TIER_H
@@ -183,6 +184,19 @@ struct dv_tier_ops {
 	 */
 	int (*download)(struct dv_tier *t, const char *hash, uint64_t size,
 			struct dv_sink *sink);
+
+	/*
+	 * Remote tiers: bytes [@off, @off + @len) of @hash, an object of
+	 * @size bytes, into @buf (@len bytes), unverified: the chunks of a
+	 * streaming fill (fill.h), each checked by the caller against the
+	 * shard's chunk list. 0 with every byte in; -ENOENT; -EPROTO when the
+	 * store does not answer with exactly that range; -EINVAL when the
+	 * range is not inside the object; other -errno as download.
+	 * Concurrent, also on one object. Default: -ENOTSUP.
+	 */
+	int (*download_range)(struct dv_tier *t, const char *hash,
+			      uint64_t size, uint64_t off, uint64_t len,
+			      void *buf);
 
 	/*
 	 * Takes the per-hash lock (R7, B1): blocks until held, across threads
@@ -366,6 +380,9 @@ int dv_tier_def_install(struct dv_tier *t, const char *hash, int src_fd,
 			const char *src_path, uint64_t size, unsigned flags);
 int dv_tier_def_download(struct dv_tier *t, const char *hash, uint64_t size,
 			 struct dv_sink *sink);
+int dv_tier_def_download_range(struct dv_tier *t, const char *hash,
+			       uint64_t size, uint64_t off, uint64_t len,
+			       void *buf);
 int dv_tier_def_lock(struct dv_tier *t, const char *hash);
 void dv_tier_def_unlock(struct dv_tier *t, const char *hash, int lock_fd);
 int dv_tier_def_stage_open(struct dv_tier *t, const char *hash,
@@ -427,6 +444,19 @@ static inline int dv_tier_download(struct dv_tier *t, const char *hash,
 				   uint64_t size, struct dv_sink *sink)
 {
 	return DV_TIER_OP(t, download)(t, hash, size, sink);
+}
+
+static inline int dv_tier_download_range(struct dv_tier *t, const char *hash,
+					 uint64_t size, uint64_t off,
+					 uint64_t len, void *buf)
+{
+	return DV_TIER_OP(t, download_range)(t, hash, size, off, len, buf);
+}
+
+/* Can @t serve parts of its objects (download_range)? */
+static inline bool dv_tier_has_ranges(const struct dv_tier *t)
+{
+	return t->ops->download_range != NULL;
 }
 
 static inline int dv_tier_lock(struct dv_tier *t, const char *hash)

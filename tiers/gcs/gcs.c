@@ -7,7 +7,9 @@
  * A download streams into the hierarchy's verifying sink; a transfer that
  * breaks resumes with a Range request from the first byte it lacks, and an
  * answer of 200 with the whole object (what the emulator does to a range
- * it does not serve) starts the sink over.
+ * it does not serve) starts the sink over. A part of an object (a chunk
+ * of a streaming fill) goes into a buffer the same way, and a 200 there is
+ * -EPROTO: the caller then downloads the object whole.
  *
  * Not here: uploads (gcs_upload.c), tokens (gcs_creds.c), libcurl
  * (http.c), verifying bytes (the sink and the hierarchy).
@@ -25,6 +27,7 @@
 #include "config/log.h"
 #include "config/util.h"
 #include "tiers/net/call.h"
+#include "tiers/net/http_range.h"
 #include "tiers/net/http_sink.h"
 #include "tiers/net/json.h"
 
@@ -327,32 +330,87 @@ static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
 	return dv_http_sink_finish(&s->get, ret, resp);
 }
 
-static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
-			struct dv_sink *sink)
+/* The media URL of @hash (malloc'd), or NULL. */
+static char *media_url(struct gcs_tier *g, const char *hash)
 {
-	struct gcs_tier *g = dv_gcs_downcast(t);
-	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 8];
-	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = g->who,
-				      .shown = shown } };
+	char *name = dv_gcs_object_enc(g, hash), *url = NULL;
+
+	if (name && asprintf(&url, "%s/storage/v1/b/%s/o/%s?alt=media", g->api,
+			     g->bucket_enc, name) < 0)
+		url = NULL;
+	free(name);
+	return url;
+}
+
+/* GET @hash's media with the attempt @fn over @ctx, whose url it sets. */
+static int get_media(struct gcs_tier *g, const char *hash, const char *shown,
+		     dv_gcs_attempt_fn fn, void *ctx, const char **url_field)
+{
+	char what[DV_GCS_SHOWN_MAX + 8];
 	struct dv_http_response resp;
-	char *name, *url = NULL;
+	char *url;
 	int ret;
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
-	name = dv_gcs_object_enc(g, hash);
-	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?alt=media",
-			      g->api, g->bucket_enc, name) < 0) {
-		free(name);
+	url = media_url(g, hash);
+	if (!url)
 		return -ENOMEM;
-	}
-	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "GET %s", shown);
-	s.url = url;
-	ret = dv_gcs_request(g, what, get_attempt, &s, &resp);
+	*url_field = url;
+	ret = dv_gcs_request(g, what, fn, ctx, &resp);
 	free(url);
-	free(name);
 	return ret;
+}
+
+static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
+			struct dv_sink *sink)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+	char shown[DV_GCS_SHOWN_MAX];
+	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = g->who,
+				      .shown = shown } };
+
+	dv_gcs_shown(g, hash, shown, sizeof(shown));
+	return get_media(g, hash, shown, get_attempt, &s, &s.url);
+}
+
+/* ---- a part of an object ---- */
+
+struct part_ctx {
+	const char *url;
+	struct dv_http_range_get get;
+};
+
+static int part_attempt(struct gcs_tier *g, void *arg, const char *auth,
+			struct dv_http_response *resp)
+{
+	struct part_ctx *p = arg;
+	const char *headers[] = { auth, NULL };
+	struct dv_http_request req = { .url = p->url, .headers = headers };
+	int ret;
+
+	if (dv_http_range_prepare(&p->get, &req))
+		return 0;
+	ret = dv_http_perform(&g->http, &req, resp);
+	if (ret == 0)
+		ret = dv_http_status_errno(resp->status);
+	return dv_http_range_finish(&p->get, ret, resp);
+}
+
+static int gcs_download_range(struct dv_tier *t, const char *hash,
+			      uint64_t size, uint64_t off, uint64_t len,
+			      void *buf)
+{
+	struct gcs_tier *g = dv_gcs_downcast(t);
+	char shown[DV_GCS_SHOWN_MAX];
+	struct part_ctx p = { .get = { .buf = buf, .off = off, .len = len,
+				       .size = size } };
+
+	if (len == 0 || off > size || len > size - off)
+		return -EINVAL;
+	dv_gcs_shown(g, hash, shown, sizeof(shown));
+	return get_media(g, hash, shown, part_attempt, &p, &p.url);
 }
 
 /* ---- lifecycle ---- */
@@ -400,6 +458,7 @@ const struct dv_tier_ops dv_tier_gcs_ops = {
 	.lookup = gcs_lookup,
 	.install = dv_gcs_install,
 	.download = gcs_download,
+	.download_range = gcs_download_range,
 	.describe = gcs_describe,
 };
 

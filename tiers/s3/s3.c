@@ -69,6 +69,18 @@ static int s3_download(struct dv_tier *t, const char *hash, uint64_t size,
 	return dv_s3_get(&downcast(t)->s3, key, size, sink);
 }
 
+static int s3_download_range(struct dv_tier *t, const char *hash,
+			     uint64_t size, uint64_t off, uint64_t len,
+			     void *buf)
+{
+	char key[1200];
+	int ret = dv_s3_tier_key(t, hash, key, sizeof(key));
+
+	if (ret)
+		return ret;
+	return dv_s3_get_range(&downcast(t)->s3, key, size, off, len, buf);
+}
+
 static int s3_install(struct dv_tier *t, const char *hash, int src_fd,
 		      const char *src_path, uint64_t size, unsigned flags)
 {
@@ -121,6 +133,7 @@ const struct dv_tier_ops dv_tier_s3_ops = {
 	.destroy = s3_destroy,
 	.lookup = s3_lookup,
 	.download = s3_download,
+	.download_range = s3_download_range,
 	.install = s3_install,
 	.describe = s3_describe,
 };

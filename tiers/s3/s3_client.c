@@ -1,13 +1,15 @@
 /*
  * The S3 client (see s3_client.h): addressing, signing, one signed
  * attempt and its error mapping, the final log lines, and the reads
- * (HEAD, ranged GET into a sink, small documents). Uploads are in
- * s3_upload.c; the retries are the network layer's (tiers/net/call.h).
+ * (HEAD, GET into a sink or of a part into a buffer, small documents).
+ * Uploads are in s3_upload.c; the retries are the network layer's
+ * (tiers/net/call.h).
  *
  * Every attempt is signed anew (a fresh x-amz-date, and credentials that
  * may have been refreshed meanwhile). A GET that breaks resumes where the
- * sink stopped with a Range, as origin_http.c does; an answer that
- * ignores the Range starts the sink over.
+ * sink (or the part's buffer) stopped with a Range, as origin_http.c
+ * does; an answer that ignores the Range starts the sink over, and fails
+ * a part with -EPROTO. SigV4 need not sign the Range: it is left out.
  */
 #include "s3_client.h"
 
@@ -324,6 +326,8 @@ static int attempt(void *arg, struct dv_http_response *resp)
 
 	if (call->get && dv_http_sink_prepare(call->get, &call->req))
 		return 0;
+	if (call->range && dv_http_range_prepare(call->range, &call->req))
+		return 0;
 	if (call->buf) {
 		call->buf->len = 0;
 		if (call->buf->data)
@@ -336,6 +340,8 @@ static int attempt(void *arg, struct dv_http_response *resp)
 	ret = call_once(r->s, call, resp);
 	if (call->get)
 		ret = dv_http_sink_finish(call->get, ret, resp);
+	if (call->range)
+		ret = dv_http_range_finish(call->range, ret, resp);
 	return ret;
 }
 
@@ -449,6 +455,22 @@ int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,
 	struct dv_http_response resp;
 
 	dv_s3_shown(s, key, shown, sizeof(shown));
+	return dv_s3_run(s, &call, "GET", DV_LOG_WARNING, &resp);
+}
+
+/* ---- GET of a part into a buffer ---- */
+
+int dv_s3_get_range(struct dv_s3 *s, const char *key, uint64_t size,
+		    uint64_t off, uint64_t len, void *buf)
+{
+	struct dv_http_range_get range = { .buf = buf, .off = off, .len = len,
+					   .size = size };
+	struct dv_s3_call call = { .method = "GET", .key = key,
+				   .range = &range };
+	struct dv_http_response resp;
+
+	if (len == 0 || off > size || len > size - off)
+		return -EINVAL;
 	return dv_s3_run(s, &call, "GET", DV_LOG_WARNING, &resp);
 }
 

@@ -35,6 +35,7 @@
 #include "aws_creds.h"
 #include "tiers/net/call.h"
 #include "tiers/net/http.h"
+#include "tiers/net/http_range.h"
 #include "tiers/net/http_sink.h"
 #include "tiers/core/sink.h"
 
@@ -94,6 +95,15 @@ int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,
 	      struct dv_sink *sink);
 
 /*
+ * GET bytes [@off, @off + @len) of @key (@size bytes) into @buf, resumed
+ * where a broken attempt stopped (http_range.h). 0, -EINVAL for a range
+ * outside the object, -EPROTO when S3 does not answer with exactly that
+ * part, else as dv_s3_get; the caller verifies the bytes.
+ */
+int dv_s3_get_range(struct dv_s3 *s, const char *key, uint64_t size,
+		    uint64_t off, uint64_t len, void *buf);
+
+/*
  * GET a small object whole (at most @max bytes), with If-None-Match when
  * @etag is given: 1 when unchanged (*@body NULL), else 0 with a malloc'd
  * NUL-terminated *@body and, when S3 gave one, a malloc'd *@etag_out.
@@ -123,6 +133,8 @@ struct dv_s3_call {
 	struct dv_http_buf *buf;
 	/* A GET into a sink, resumed with a Range; or NULL. */
 	struct dv_http_sink_get *get;
+	/* A GET of one part into a buffer (http_range.h); or NULL. */
+	struct dv_http_range_get *range;
 	bool conditional;                    /* If-None-Match: a 304 is 1 */
 	/* Out: where the credentials of the last attempt came from. */
 	const char *source;
