@@ -229,23 +229,48 @@ struct meta_ctx {
 	struct dv_http_buf buf;
 };
 
+/* The JSON API's URL of the object of @hash with @query, or NULL. */
+static char *object_url(const struct gcs_tier *g, const char *hash,
+			const char *query)
+{
+	char *name = dv_gcs_object_enc(g, hash);
+	char *url = NULL;
+
+	if (name && asprintf(&url, "%s/storage/v1/b/%s/o/%s?%s", g->api,
+			     g->bucket_enc, name, query) < 0)
+		url = NULL;
+	free(name);
+	return url;
+}
+
+/*
+ * A GET as this tier: @req carries no header but the token's (none when
+ * anonymous); the answer's status becomes an errno.
+ */
+static int get_as_tier(struct gcs_tier *g, struct dv_http_request *req,
+		       const char *auth, struct dv_http_response *resp)
+{
+	const char *headers[] = { auth, NULL };
+	int ret;
+
+	req->headers = headers;
+	ret = dv_http_perform(&g->http, req, resp);
+	return ret ? ret : dv_http_status_errno(resp->status);
+}
+
 static int meta_attempt(struct gcs_tier *g, void *arg, const char *auth,
 			struct dv_http_response *resp)
 {
 	struct meta_ctx *m = arg;
-	const char *headers[] = { auth, NULL };
 	struct dv_http_request req = {
 		.url = m->url,
-		.headers = headers,
 		.max_body = DV_GCS_META_MAX,
 		.on_body = dv_http_buf_append,
 		.arg = &m->buf,
 	};
-	int ret;
 
 	m->buf.len = 0;
-	ret = dv_http_perform(&g->http, &req, resp);
-	return ret ? ret : dv_http_status_errno(resp->status);
+	return get_as_tier(g, &req, auth, resp);
 }
 
 int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
@@ -253,15 +278,11 @@ int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
 	struct meta_ctx m;
 	struct dv_http_response resp;
 	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 16];
-	char *name, *url = NULL;
+	char *url = object_url(g, hash, "fields=size");
 	int ret;
 
-	name = dv_gcs_object_enc(g, hash);
-	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?fields=size",
-			      g->api, g->bucket_enc, name) < 0) {
-		free(name);
+	if (!url)
 		return -ENOMEM;
-	}
 	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "metadata of %s", shown);
 	m.url = url;
@@ -278,7 +299,6 @@ int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
 	}
 	dv_http_buf_release(&m.buf);
 	free(url);
-	free(name);
 	return ret;
 }
 
@@ -315,16 +335,12 @@ static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
 		       struct dv_http_response *resp)
 {
 	struct get_ctx *s = arg;
-	const char *headers[] = { auth, NULL };
-	struct dv_http_request req = { .url = s->url, .headers = headers };
-	int ret;
+	struct dv_http_request req = { .url = s->url };
 
 	if (dv_http_sink_prepare(&s->get, &req))
 		return 0;
-	ret = dv_http_perform(&g->http, &req, resp);
-	if (ret == 0)
-		ret = dv_http_status_errno(resp->status);
-	return dv_http_sink_finish(&s->get, ret, resp);
+	return dv_http_sink_finish(&s->get, get_as_tier(g, &req, auth, resp),
+				   resp);
 }
 
 static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
@@ -335,23 +351,19 @@ static int gcs_download(struct dv_tier *t, const char *hash, uint64_t size,
 	struct get_ctx s = { .get = { .sink = sink, .size = size, .who = g->who,
 				      .shown = shown } };
 	struct dv_http_response resp;
-	char *name, *url = NULL;
+	char *url;
 	int ret;
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
-	name = dv_gcs_object_enc(g, hash);
-	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?alt=media",
-			      g->api, g->bucket_enc, name) < 0) {
-		free(name);
+	url = object_url(g, hash, "alt=media");
+	if (!url)
 		return -ENOMEM;
-	}
 	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "GET %s", shown);
 	s.url = url;
 	ret = dv_gcs_request(g, what, get_attempt, &s, &resp);
 	free(url);
-	free(name);
 	return ret;
 }
 
