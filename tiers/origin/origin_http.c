@@ -171,46 +171,47 @@ static int http_get_doc(struct dv_origin *base, const char *relpath,
 	return ret;
 }
 
-/* ---- shards ---- */
+/* ---- shards, whole or in parts ---- */
 
+/* A GET of a shard: whole into a sink, or a part into a buffer. */
 struct shard_ctx {
 	struct http_origin *o;
 	const char *url;
-	struct dv_http_sink_get get;
+	struct dv_http_sink_get *whole;  /* one of the two */
+	struct dv_http_range_get *part;
 };
 
 static int shard_attempt(void *arg, struct dv_http_response *resp)
 {
 	struct shard_ctx *s = arg;
 	struct dv_http_request req = { .url = s->url, .follow_redirects = true };
+	bool done = s->part ? dv_http_range_prepare(s->part, &req) :
+			      dv_http_sink_prepare(s->whole, &req);
 	int ret;
 
-	if (dv_http_sink_prepare(&s->get, &req))
+	if (done)
 		return 0;
 	ret = dv_http_perform(&s->o->http, &req, resp);
 	if (ret == 0)
 		ret = dv_http_status_errno(resp->status);
-	return dv_http_sink_finish(&s->get, ret, resp);
+	return s->part ? dv_http_range_finish(s->part, ret, resp) :
+			 dv_http_sink_finish(s->whole, ret, resp);
 }
 
 static const struct dv_http_call_ops shard_ops = { .attempt = shard_attempt };
 
-static int http_fetch_shard(struct dv_origin *base, const char *hash,
-			    uint64_t size, struct dv_sink *sink)
+/* GETs shards/HASH.tar, counted as one origin request. */
+static int get_shard(struct dv_origin *base, const char *hash,
+		     struct dv_http_sink_get *whole,
+		     struct dv_http_range_get *part)
 {
 	struct http_origin *o = downcast(base);
-	struct shard_ctx s = { .o = o, .get = { .sink = sink, .size = size,
-					.who = "origin",
-					.bytes = &base->bytes } };
+	struct shard_ctx s = { .o = o, .whole = whole, .part = part };
 	char rel[80], shown[SHOWN_MAX];
 	struct dv_http_response resp;
 	char *url;
 	int ret;
 
-	if (!dv_valid_hash(hash)) {
-		dv_warn("origin: refusing a malformed content hash");
-		return -EINVAL;
-	}
 	__atomic_fetch_add(&base->requests, 1, __ATOMIC_RELAXED);
 	snprintf(rel, sizeof(rel), "shards/%s.tar", hash);
 	url = request_url(o, rel);
@@ -218,61 +219,38 @@ static int http_fetch_shard(struct dv_origin *base, const char *hash,
 		return -ENOMEM;
 	shown_url(o, rel, shown, sizeof(shown));
 	s.url = url;
-	s.get.shown = shown;
+	if (whole)
+		whole->shown = shown;
 	ret = run(o, &shard_ops, &s, shown, &resp, DV_LOG_WARNING);
 	free(url);
 	return ret;
 }
 
-/* ---- parts of shards ---- */
-
-struct range_ctx {
-	struct http_origin *o;
-	const char *url;
-	struct dv_http_range_get get;
-};
-
-static int range_attempt(void *arg, struct dv_http_response *resp)
+static int http_fetch_shard(struct dv_origin *base, const char *hash,
+			    uint64_t size, struct dv_sink *sink)
 {
-	struct range_ctx *r = arg;
-	struct dv_http_request req = { .url = r->url, .follow_redirects = true };
-	int ret;
+	struct dv_http_sink_get get = { .sink = sink, .size = size,
+					.who = "origin",
+					.bytes = &base->bytes };
 
-	if (dv_http_range_prepare(&r->get, &req))
-		return 0;
-	ret = dv_http_perform(&r->o->http, &req, resp);
-	if (ret == 0)
-		ret = dv_http_status_errno(resp->status);
-	return dv_http_range_finish(&r->get, ret, resp);
+	if (!dv_valid_hash(hash)) {
+		dv_warn("origin: refusing a malformed content hash");
+		return -EINVAL;
+	}
+	return get_shard(base, hash, &get, NULL);
 }
-
-static const struct dv_http_call_ops range_ops = { .attempt = range_attempt };
 
 static int http_fetch_range(struct dv_origin *base, const char *hash,
 			    uint64_t size, uint64_t off, uint64_t len,
 			    void *buf)
 {
-	struct http_origin *o = downcast(base);
-	struct range_ctx r = { .o = o, .get = { .buf = buf, .off = off,
-						.len = len, .size = size,
-						.bytes = &base->bytes } };
-	char rel[80], shown[SHOWN_MAX];
-	struct dv_http_response resp;
-	char *url;
-	int ret;
+	struct dv_http_range_get get = { .buf = buf, .off = off, .len = len,
+					 .size = size,
+					 .bytes = &base->bytes };
 
 	if (!dv_valid_hash(hash) || len == 0 || off + len > size)
 		return -EINVAL;
-	__atomic_fetch_add(&base->requests, 1, __ATOMIC_RELAXED);
-	snprintf(rel, sizeof(rel), "shards/%s.tar", hash);
-	url = request_url(o, rel);
-	if (!url)
-		return -ENOMEM;
-	shown_url(o, rel, shown, sizeof(shown));
-	r.url = url;
-	ret = run(o, &range_ops, &r, shown, &resp, DV_LOG_WARNING);
-	free(url);
-	return ret;
+	return get_shard(base, hash, NULL, &get);
 }
 
 /* ---- lifecycle ---- */
