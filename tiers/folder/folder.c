@@ -408,6 +408,24 @@ static int mark_unsynced(struct folder_tier *ft, const char *hash,
 	return ret;
 }
 
+/* Locks the staging file (ours while we live; clean_unlocked()'s after)
+ * and gives it the tier's permissions; else closes (@remove: unlinks) it. */
+static int claim_staging(struct folder_tier *ft, struct dv_staged *st,
+			 bool remove)
+{
+	int ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+
+	if (!ret)
+		ret = dv_perms_apply_fd(st->fd, &ft->perms);
+	if (ret) {
+		if (remove)
+			unlink(st->path);
+		close(st->fd);
+		st->fd = -1;
+	}
+	return ret;
+}
+
 static int folder_stage_open(struct dv_tier *t, const char *hash,
 			     struct dv_staged *st)
 {
@@ -431,17 +449,7 @@ static int folder_stage_open(struct dv_tier *t, const char *hash,
 			t->name, ft->path, strerror(-ret));
 		return ret;
 	}
-	/* Ours while we live; fair game for clean_unlocked() after. */
-	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
-	if (!ret)
-		ret = dv_perms_apply_fd(st->fd, &ft->perms);
-	if (ret) {
-		unlink(st->path);
-		close(st->fd);
-		st->fd = -1;
-		return ret;
-	}
-	return 0;
+	return claim_staging(ft, st, true);
 }
 
 static int folder_stage_resume(struct dv_tier *t, const char *hash,
@@ -461,14 +469,7 @@ static int folder_stage_resume(struct dv_tier *t, const char *hash,
 			strerror(-ret));
 		return ret;
 	}
-	ret = flock(st->fd, LOCK_EX | LOCK_NB) ? -errno : 0;
-	if (!ret)
-		ret = dv_perms_apply_fd(st->fd, &ft->perms);
-	if (ret) {
-		close(st->fd);
-		st->fd = -1;
-	}
-	return ret;
+	return claim_staging(ft, st, false); /* a .partial stays to resume */
 }
 
 static void folder_stage_discard(struct dv_tier *t, struct dv_staged *st)
