@@ -2,11 +2,12 @@
  * shards.yaml → struct dv_config: the YAML walk.
  *
  * libyaml's document API loads the whole file first, so every node knows
- * its line; the walk over the tree is table-driven: one table of keys for
- * the top level, one for `http`, one for tier entries (with the tier types
- * that accept each key). Every key has a setter that checks and stores its
- * value. Every error is one line, "FILE:LINE: key 'KEY': what is wrong
- * (what is expected)".
+ * its line; the walk over the tree is table-driven: one table of the keys
+ * outside tiers (by section: top level, `http`, `fill`), one for tier
+ * entries (with the tier types that accept each key). A scalar key names
+ * the kind of its value, whose row in the table of kinds holds its parser
+ * and its messages; other keys have a setter of their own. Every error is
+ * one line, "FILE:LINE: key 'KEY': what is wrong (what is expected)".
  *
  * What it does not do: create directories, probe devices, resolve hosts or
  * open connections. Values are checked for form only; the tiers check that
@@ -76,22 +77,174 @@ static const char *type_article(enum dv_tier_type type)
 		       "a";
 }
 
-/* Setters: each checks one value and stores it at f->off in obj. */
+/*
+ * Setters: each checks one value and stores it at f->off in obj. Most
+ * values are one scalar read by a parser of its kind; set_scalar() reads,
+ * parses and words the failure for all of them from the kind's table row.
+ * The setters below it take values that fail in more than one way.
+ */
 
-static char **str_slot(void *obj, const struct field *f)
+static void *field_slot(void *obj, const struct field *f)
 {
-	return (char **)((char *)obj + f->off);
+	return (char *)obj + f->off;
 }
 
-static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
+static int replace_str(char **slot, const char *s)
 {
 	char *copy = strdup(s);
 
 	if (!copy)
-		return dv_cfgparse_fail_nomem(ctx);
+		return -ENOMEM;
 	free(*slot);
 	*slot = copy;
 	return 0;
+}
+
+static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
+{
+	return replace_str(slot, s) < 0 ? dv_cfgparse_fail_nomem(ctx) : 0;
+}
+
+static int parse_string(const struct field *f, const char *s, void *obj)
+{
+	return replace_str(field_slot(obj, f), s);
+}
+
+static int parse_url(const struct field *f, const char *s, void *obj)
+{
+	return has_http_scheme(s) ? parse_string(f, s, obj) : -EINVAL;
+}
+
+static int parse_origin(const struct field *f, const char *s, void *obj)
+{
+	return valid_origin(s) ? parse_string(f, s, obj) : -EINVAL;
+}
+
+static int parse_name(const struct field *f, const char *s, void *obj)
+{
+	return dv_valid_name_part(s) ? parse_string(f, s, obj) : -EINVAL;
+}
+
+static int parse_bool(const struct field *f, const char *s, void *obj)
+{
+	return dv_parse_bool(s, field_slot(obj, f));
+}
+
+static int parse_unsigned(const struct field *f, const char *s, void *obj)
+{
+	uint64_t v;
+	int ret = dv_parse_uint(s, f->max, &v);
+
+	if (ret == 0)
+		*(unsigned *)field_slot(obj, f) = (unsigned)v;
+	return ret;
+}
+
+static int parse_mode(const struct field *f, const char *s, void *obj)
+{
+	return dv_parse_dir_mode(s, field_slot(obj, f));
+}
+
+static int parse_group(const struct field *f, const char *s, void *obj)
+{
+	struct dv_tier_config *t = obj;
+	int ret = dv_parse_group(s, &t->gid);
+
+	if (ret == 0)
+		t->has_group = true;
+	return ret;
+}
+
+static int parse_verify(const struct field *f, const char *s, void *obj)
+{
+	return dv_config_lookup_verify_mode(s, field_slot(obj, f));
+}
+
+static int parse_fuse_uring(const struct field *f, const char *s, void *obj)
+{
+	return dv_config_lookup_fuse_uring(s, field_slot(obj, f));
+}
+
+static int parse_dollars(const struct field *f, const char *s, void *obj)
+{
+	return parse_price(s, field_slot(obj, f));
+}
+
+/* Negative sizes are refused here: strtoull would wrap them. */
+static int parse_size(const struct field *f, const char *s, void *obj)
+{
+	return s[0] == '-' ? -EDOM : dv_parse_size(s, field_slot(obj, f));
+}
+
+/* R12: ~ and $VAR expand; the result must be absolute (the daemon chdirs). */
+static int parse_path(const struct field *f, const char *s, void *obj)
+{
+	char **slot = field_slot(obj, f);
+	int ret;
+
+	free(*slot);
+	*slot = NULL;
+	ret = dv_expand_path(s, slot);
+	if (ret < 0)
+		return ret;
+	if ((*slot)[0] != '/') {
+		free(*slot);
+		*slot = NULL;
+		return -EDOM;
+	}
+	return 0;
+}
+
+/*
+ * The kinds of scalar values. @what words a refusal: a format given the
+ * value (at most 64 bytes shown with %.64s) and then f->max as unsigned
+ * long long; either may go unused. URLs are not echoed: a pasted one may
+ * carry a SAS signature.
+ */
+enum kind_id {
+	KIND_STRING, KIND_URL, KIND_ORIGIN, KIND_NAME, KIND_GROUP, KIND_BOOL,
+	KIND_UINT, KIND_MODE, KIND_VERIFY, KIND_FUSE_URING, KIND_PRICE,
+	KIND_SIZE, KIND_PATH,
+};
+
+static const struct value_kind kinds[] = {
+	[KIND_STRING] = { parse_string, true, NULL },
+	[KIND_URL] = { parse_url, true, "is not a URL (use one that starts with https:// or http://)" },
+	[KIND_ORIGIN] = { parse_origin, true, "is not an origin (use http://, https://, file://, s3://BUCKET/PREFIX or an absolute path)" },
+	[KIND_NAME] = { parse_name, true, "'%.64s' is not a tier name (use letters, digits, '.', '_' and '-')" },
+	[KIND_GROUP] = { parse_group, true, "'%.64s' is not a group of this machine (use a group name or a gid)" },
+	[KIND_BOOL] = { parse_bool, false, "'%.64s' is not a boolean (use true or false)" },
+	[KIND_UINT] = { parse_unsigned, false, "'%.64s' is not a whole number from 0 to %llu" },
+	[KIND_MODE] = { parse_mode, false, "'%.64s' is not an octal mode of directories with rwx for their owner (e.g. 0770; files get it less the x bits)" },
+	[KIND_VERIFY] = { parse_verify, false, "'%.64s' is not a verify mode (use fill, always or off)" },
+	[KIND_FUSE_URING] = { parse_fuse_uring, false, "'%.64s' is not a choice (use auto, on or off)" },
+	[KIND_PRICE] = { parse_dollars, false, "'%.64s' is not a price (use dollars per GB, 0 or more, e.g. 0.09)" },
+	[KIND_SIZE] = { parse_size, false, "'%.64s' is not a size (use an integer or a suffix B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)" },
+	[KIND_PATH] = { parse_path, true, "'%.128s' has a malformed ${...} (use $VAR or ${VAR})" },
+};
+
+/* Refusals a kind words by the error its parser gave. */
+static const struct refusal {
+	enum kind_id kind;
+	int err;
+	const char *what;
+} refusals[] = {
+	{ KIND_SIZE, -EDOM, "'%.64s' is negative (use 0 for unbounded, or a positive size)" },
+	{ KIND_SIZE, -ERANGE, "'%.64s' is too large (a size must fit in 64 bits)" },
+	{ KIND_PATH, -ENOENT, "'%.128s' uses an environment variable that is not set (set it, or HOME for ~, or write the path out)" },
+	{ KIND_PATH, -ENAMETOOLONG, "'%.128s' is too long once expanded" },
+	{ KIND_PATH, -EDOM, "'%.128s' is not an absolute path (start it with /, ~/ or $VAR)" },
+};
+
+static const char *refusal_of(const struct value_kind *kind, int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		if (&kinds[refusals[i].kind] == kind && refusals[i].err == err)
+			return refusals[i].what;
+	}
+	return kind->what;
 }
 
 static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
@@ -105,125 +258,39 @@ static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
 	return ret;
 }
 
-static int set_string(struct parse_ctx *ctx, const struct field *f,
+static int set_scalar(struct parse_ctx *ctx, const struct field *f,
 		      const char *key, yaml_node_t *val, void *obj)
 {
+	const struct value_kind *kind = f->kind;
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = kind->nonempty ? nonempty_scalar(ctx, key, val, &s) :
+				   dv_cfgparse_get_scalar(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-/* URLs are not echoed: a pasted one may carry a SAS signature. */
-static int set_url(struct parse_ctx *ctx, const struct field *f,
-		   const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!has_http_scheme(s))
-		return fail(ctx, val, key,
-			    "is not a URL (use one that starts with https:// or http://)");
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-static int set_origin(struct parse_ctx *ctx, const struct field *f,
-		      const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!valid_origin(s))
-		return fail(ctx, val, key,
-			    "is not an origin (use http://, https://, file://, s3://BUCKET/PREFIX or an absolute path)");
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-/* R12: ~ and $VAR expand; the result must be absolute (the daemon chdirs). */
-static int expand_value(struct parse_ctx *ctx, const char *key,
-			yaml_node_t *val, const char *s, char **out)
-{
-	int ret = dv_expand_path(s, out);
-
-	if (ret == -ENOENT)
-		return fail(ctx, val, key,
-			    "'%.128s' uses an environment variable that is not set (set it, or HOME for ~, or write the path out)",
-			    s);
-	if (ret == -ENAMETOOLONG)
-		return fail(ctx, val, key, "'%.128s' is too long once expanded",
-			    s);
+	ret = kind->parse(f, s, obj);
 	if (ret == -ENOMEM)
 		return dv_cfgparse_fail_nomem(ctx);
 	if (ret < 0)
-		return fail(ctx, val, key,
-			    "'%.128s' has a malformed ${...} (use $VAR or ${VAR})",
-			    s);
-	if ((*out)[0] != '/') {
-		free(*out);
-		*out = NULL;
-		return fail(ctx, val, key,
-			    "'%.128s' is not an absolute path (start it with /, ~/ or $VAR)",
-			    s);
-	}
+		return fail(ctx, val, key, refusal_of(kind, ret), s,
+			    (unsigned long long)f->max);
 	return 0;
 }
 
-static int set_path(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
+/* A value that is not a field of its own, such as a list item, at @out. */
+static int set_value(struct parse_ctx *ctx, enum kind_id id, const char *key,
+		     yaml_node_t *val, void *out)
 {
-	char **slot = str_slot(obj, f);
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	const struct field f = { .kind = &kinds[id] };
 
-	if (ret < 0)
-		return ret;
-	free(*slot);
-	*slot = NULL;
-	return expand_value(ctx, key, val, s, slot);
-}
-
-static int parse_size_value(struct parse_ctx *ctx, const char *key,
-			    yaml_node_t *val, uint64_t *out)
-{
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (s[0] == '-')
-		return fail(ctx, val, key,
-			    "'%.64s' is negative (use 0 for unbounded, or a positive size)",
-			    s);
-	ret = dv_parse_size(s, out);
-	if (ret == -ERANGE)
-		return fail(ctx, val, key,
-			    "'%.64s' is too large (a size must fit in 64 bits)",
-			    s);
-	if (ret < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a size (use an integer or a suffix B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)",
-			    s);
-	return 0;
-}
-
-static int set_size(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	return parse_size_value(ctx, key, val,
-				(uint64_t *)((char *)obj + f->off));
+	return set_scalar(ctx, &f, key, val, out);
 }
 
 static int set_chunk(struct parse_ctx *ctx, const struct field *f,
 		     const char *key, yaml_node_t *val, void *obj)
 {
 	uint64_t v;
-	int ret = parse_size_value(ctx, key, val, &v);
+	int ret = set_value(ctx, KIND_SIZE, key, val, &v);
 
 	if (ret < 0)
 		return ret;
@@ -231,89 +298,7 @@ static int set_chunk(struct parse_ctx *ctx, const struct field *f,
 		return fail(ctx, val, key,
 			    "%llu bytes is not a valid chunk size (use a multiple of 4096 from 4KiB to 1GiB)",
 			    (unsigned long long)v);
-	*(uint64_t *)((char *)obj + f->off) = v;
-	return 0;
-}
-
-static int set_bool(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_bool(s, (bool *)((char *)obj + f->off)) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a boolean (use true or false)", s);
-	return 0;
-}
-
-static int set_uint(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	uint64_t v;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_uint(s, f->max, &v) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a whole number from 0 to %llu",
-			    s, (unsigned long long)f->max);
-	*(unsigned *)((char *)obj + f->off) = (unsigned)v;
-	return 0;
-}
-
-static int set_name(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (!dv_valid_name_part(s))
-		return fail(ctx, val, key,
-			    "'%.64s' is not a tier name (use letters, digits, '.', '_' and '-')",
-			    s);
-	return store_str(ctx, str_slot(obj, f), s);
-}
-
-static int set_mode(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_tier_config *t = obj;
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_parse_dir_mode(s, &t->mode) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not an octal mode of directories with rwx for their owner (e.g. 0770; files get it less the x bits)",
-			    s);
-	return 0;
-}
-
-static int set_group(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_tier_config *t = obj;
-	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	ret = dv_parse_group(s, &t->gid);
-	if (ret == -ENOMEM)
-		return dv_cfgparse_fail_nomem(ctx);
-	if (ret < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a group of this machine (use a group name or a gid)",
-			    s);
-	t->has_group = true;
+	*(uint64_t *)field_slot(obj, f) = v;
 	return 0;
 }
 
@@ -324,16 +309,29 @@ static int set_type(struct parse_ctx *ctx, const struct field *f,
 	return 0;
 }
 
+/*
+ * The items of the list @val, else a message: @expected (a format given
+ * the kind of node found) when it is not a list, @empty when it is empty.
+ */
+static int get_list(struct parse_ctx *ctx, const char *key, yaml_node_t *val,
+		    const char *expected, const char *empty,
+		    yaml_node_item_t **items, size_t *n)
+{
+	if (val->type != YAML_SEQUENCE_NODE)
+		return fail(ctx, val, key, expected, dv_cfgparse_node_kind(val));
+	*items = val->data.sequence.items.start;
+	*n = (size_t)(val->data.sequence.items.top - *items);
+	if (*n == 0)
+		return fail(ctx, val, key, "is an empty list (%s)", empty);
+	return 0;
+}
+
 static int add_device(struct parse_ctx *ctx, const char *key,
 		      yaml_node_t *item, char **devices, size_t i)
 {
-	const char *s = NULL;
 	size_t j;
-	int ret = nonempty_scalar(ctx, key, item, &s);
+	int ret = set_value(ctx, KIND_PATH, key, item, &devices[i]);
 
-	if (ret < 0)
-		return ret;
-	ret = expand_value(ctx, key, item, s, &devices[i]);
 	for (j = 0; ret == 0 && j < i; j++) {
 		if (strcmp(devices[i], devices[j]) == 0)
 			return fail(ctx, item, key, "'%.128s' is listed twice",
@@ -348,21 +346,16 @@ static int set_devices(struct parse_ctx *ctx, const struct field *f,
 	struct dv_tier_config *t = obj;
 	yaml_node_item_t *items;
 	size_t i, n;
-	int ret = 0;
+	int ret;
 
 	if (val->type == YAML_SCALAR_NODE && strcmp(dv_cfgparse_scalar(val), "auto") == 0) {
 		t->devices_auto = true;
 		return 0;
 	}
-	if (val->type != YAML_SEQUENCE_NODE)
-		return fail(ctx, val, key,
-			    "expected a list of block devices or 'auto', found %s",
-			    dv_cfgparse_node_kind(val));
-	items = val->data.sequence.items.start;
-	n = (size_t)(val->data.sequence.items.top - items);
-	if (n == 0)
-		return fail(ctx, val, key,
-			    "is an empty list (list block devices, or write auto)");
+	ret = get_list(ctx, key, val, "expected a list of block devices or 'auto', found %s",
+		       "list block devices, or write auto", &items, &n);
+	if (ret < 0)
+		return ret;
 	t->devices = calloc(n + 1, sizeof(*t->devices));
 	if (!t->devices)
 		return dv_cfgparse_fail_nomem(ctx);
@@ -370,35 +363,6 @@ static int set_devices(struct parse_ctx *ctx, const struct field *f,
 		ret = add_device(ctx, key, dv_cfgparse_node_at(ctx, items[i]), t->devices,
 				 i);
 	return ret;
-}
-
-static int set_verify(struct parse_ctx *ctx, const struct field *f,
-		      const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_config_lookup_verify_mode(s, &cfg->verify) == 0)
-		return 0;
-	return fail(ctx, val, key,
-		    "'%.64s' is not a verify mode (use fill, always or off)", s);
-}
-
-static int set_fuse_io_uring(struct parse_ctx *ctx, const struct field *f,
-			     const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (dv_config_lookup_fuse_uring(s, &cfg->fuse_io_uring) == 0)
-		return 0;
-	return fail(ctx, val, key, "'%.64s' is not a choice (use auto, on or off)", s);
 }
 
 static int set_metrics(struct parse_ctx *ctx, const struct field *f,
@@ -425,22 +389,6 @@ static int set_metrics(struct parse_ctx *ctx, const struct field *f,
 	return store_str(ctx, &cfg->metrics, s);
 }
 
-static int set_price(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj)
-{
-	struct dv_config *cfg = obj;
-	const char *s = NULL;
-	int ret = dv_cfgparse_get_scalar(ctx, key, val, &s);
-
-	if (ret < 0)
-		return ret;
-	if (parse_price(s, &cfg->dollars_per_gb) < 0)
-		return fail(ctx, val, key,
-			    "'%.64s' is not a price (use dollars per GB, 0 or more, e.g. 0.09)",
-			    s);
-	return 0;
-}
-
 /* R11 */
 static int set_root(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
@@ -452,106 +400,118 @@ static int set_root(struct parse_ctx *ctx, const struct field *f,
 
 static int set_http(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj);
-static int set_tiers(struct parse_ctx *ctx, const struct field *f,
-		     const char *key, yaml_node_t *val, void *obj);
 static int set_fill(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj);
+static int set_tiers(struct parse_ctx *ctx, const struct field *f,
+		     const char *key, yaml_node_t *val, void *obj);
 
 /* Tables */
 
-#define TIER_FIELD(k, fn, member, types_)                                  \
-	{ .key = k, .set = fn, .types = types_,                             \
+/* How a field is set: a setter of its own, or set_scalar() with a kind. */
+#define SET(fn) .set = fn
+#define VALUE(id) .kind = &kinds[id]
+#define UINT_UPTO(max_) .kind = &kinds[KIND_UINT], .max = max_
+
+#define TIER_FIELD(k, how, member, types_)                              \
+	{ .key = k, how, .types = types_,                               \
 	  .off = offsetof(struct dv_tier_config, member) }
 
 static const struct field tier_fields[] = {
-	TIER_FIELD("name", set_name, name, ALL_TYPES),
-	TIER_FIELD("type", set_type, type, ALL_TYPES),
-	TIER_FIELD("max_bytes", set_size, max_bytes, ALL_TYPES),
-	TIER_FIELD("path", set_path, path, FOLDER_TYPES),
-	TIER_FIELD("mode", set_mode, mode, FOLDER_TYPES),
-	TIER_FIELD("group", set_group, gid, FOLDER_TYPES),
-	TIER_FIELD("devices", set_devices, devices, TYPE_BIT(STRIPE)),
-	TIER_FIELD("chunk_bytes", set_chunk, chunk_bytes, TYPE_BIT(STRIPE)),
-	TIER_FIELD("format", set_bool, format, TYPE_BIT(STRIPE)),
-	TIER_FIELD("bucket", set_string, bucket, TYPE_BIT(S3) | TYPE_BIT(GCS)),
-	TIER_FIELD("region", set_string, region, TYPE_BIT(S3)),
-	TIER_FIELD("project", set_string, project, TYPE_BIT(GCS)),
-	TIER_FIELD("container_url", set_url, container_url,
+	TIER_FIELD("name", VALUE(KIND_NAME), name, ALL_TYPES),
+	TIER_FIELD("type", SET(set_type), type, ALL_TYPES),
+	TIER_FIELD("max_bytes", VALUE(KIND_SIZE), max_bytes, ALL_TYPES),
+	TIER_FIELD("path", VALUE(KIND_PATH), path, FOLDER_TYPES),
+	TIER_FIELD("mode", VALUE(KIND_MODE), mode, FOLDER_TYPES),
+	TIER_FIELD("group", VALUE(KIND_GROUP), gid, FOLDER_TYPES),
+	TIER_FIELD("devices", SET(set_devices), devices, TYPE_BIT(STRIPE)),
+	TIER_FIELD("chunk_bytes", SET(set_chunk), chunk_bytes,
+		   TYPE_BIT(STRIPE)),
+	TIER_FIELD("format", VALUE(KIND_BOOL), format, TYPE_BIT(STRIPE)),
+	TIER_FIELD("bucket", VALUE(KIND_STRING), bucket,
+		   TYPE_BIT(S3) | TYPE_BIT(GCS)),
+	TIER_FIELD("region", VALUE(KIND_STRING), region, TYPE_BIT(S3)),
+	TIER_FIELD("project", VALUE(KIND_STRING), project, TYPE_BIT(GCS)),
+	TIER_FIELD("container_url", VALUE(KIND_URL), container_url,
 		   TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("sas_token", set_string, sas_token, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("managed_identity_client_id", set_string,
+	TIER_FIELD("sas_token", VALUE(KIND_STRING), sas_token,
+		   TYPE_BIT(AZURE_BLOB)),
+	TIER_FIELD("managed_identity_client_id", VALUE(KIND_STRING),
 		   managed_identity_client_id, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("prefix", set_string, prefix, CLOUD_TYPES),
-	TIER_FIELD("endpoint", set_url, endpoint, CLOUD_TYPES),
+	TIER_FIELD("prefix", VALUE(KIND_STRING), prefix, CLOUD_TYPES),
+	TIER_FIELD("endpoint", VALUE(KIND_URL), endpoint, CLOUD_TYPES),
 };
 
-#define HTTP_FIELD(k, fn, member, max_)                                    \
-	{ .key = k, .set = fn, .max = max_,                                 \
-	  .off = offsetof(struct dv_http_config, member) }
-
-static const struct field http_fields[] = {
-	HTTP_FIELD("connect_timeout", set_uint, connect_timeout, SECONDS_MAX),
-	HTTP_FIELD("low_speed_time", set_uint, low_speed_time, SECONDS_MAX),
-	HTTP_FIELD("low_speed_limit", set_uint, low_speed_limit, UINT32_MAX),
-	HTTP_FIELD("retries", set_uint, retries, RETRIES_MAX),
-	HTTP_FIELD("ca_file", set_path, ca_file, 0),
-	HTTP_FIELD("ca_path", set_path, ca_path, 0),
-};
-
-#define FILL_FIELD(k, fn, member, max_)                                    \
-	{ .key = k, .set = fn, .max = max_,                                 \
-	  .off = offsetof(struct dv_fill_config, member) }
-
-static const struct field fill_fields[] = {
-	FILL_FIELD("streaming", set_bool, streaming, 0),
-	FILL_FIELD("parallel", set_uint, parallel, 32),
-	FILL_FIELD("connections", set_uint, connections, 1024),
-	FILL_FIELD("timeout", set_uint, timeout, SECONDS_MAX),
-};
-
-#define TOP_FIELD(k, fn, member, max_)                                     \
-	{ .key = k, .set = fn, .max = max_,                                 \
+/*
+ * Every key outside tier entries, each in its section: NULL for the top
+ * level, "http." for those of the `http:` mapping and so on (the prefix
+ * messages give them). Offsets are inside struct dv_config.
+ */
+#define CFG_FIELD(section_, k, how, member)                             \
+	{ .section = section_, .key = k, how,                           \
 	  .off = offsetof(struct dv_config, member) }
 
-static const struct field top_fields[] = {
-	TOP_FIELD("tiers", set_tiers, tiers, 0),
-	TOP_FIELD("origin", set_origin, origin, 0),
-	TOP_FIELD("verify", set_verify, verify, 0),
-	TOP_FIELD("fuse_io_uring", set_fuse_io_uring, fuse_io_uring, 0),
-	TOP_FIELD("manifest_ttl", set_uint, manifest_ttl, UINT32_MAX),
-	TOP_FIELD("metrics", set_metrics, metrics, 0),
-	TOP_FIELD("dollars_per_gb", set_price, dollars_per_gb, 0),
-	TOP_FIELD("state_dir", set_path, state_dir, 0),
-	TOP_FIELD("http", set_http, http, 0),
-	TOP_FIELD("fill", set_fill, fill, 0),
+static const struct field cfg_fields[] = {
+	CFG_FIELD(NULL, "tiers", SET(set_tiers), tiers),
+	CFG_FIELD(NULL, "origin", VALUE(KIND_ORIGIN), origin),
+	CFG_FIELD(NULL, "verify", VALUE(KIND_VERIFY), verify),
+	CFG_FIELD(NULL, "fuse_io_uring", VALUE(KIND_FUSE_URING), fuse_io_uring),
+	CFG_FIELD(NULL, "manifest_ttl", UINT_UPTO(UINT32_MAX), manifest_ttl),
+	CFG_FIELD(NULL, "metrics", SET(set_metrics), metrics),
+	CFG_FIELD(NULL, "dollars_per_gb", VALUE(KIND_PRICE), dollars_per_gb),
+	CFG_FIELD(NULL, "state_dir", VALUE(KIND_PATH), state_dir),
+	CFG_FIELD(NULL, "http", SET(set_http), http),
+	CFG_FIELD(NULL, "fill", SET(set_fill), fill),
 	{ .key = "root", .set = set_root, .legacy = true },
+	CFG_FIELD("http.", "connect_timeout", UINT_UPTO(SECONDS_MAX),
+		  http.connect_timeout),
+	CFG_FIELD("http.", "low_speed_time", UINT_UPTO(SECONDS_MAX),
+		  http.low_speed_time),
+	CFG_FIELD("http.", "low_speed_limit", UINT_UPTO(UINT32_MAX),
+		  http.low_speed_limit),
+	CFG_FIELD("http.", "retries", UINT_UPTO(RETRIES_MAX), http.retries),
+	CFG_FIELD("http.", "ca_file", VALUE(KIND_PATH), http.ca_file),
+	CFG_FIELD("http.", "ca_path", VALUE(KIND_PATH), http.ca_path),
+	CFG_FIELD("fill.", "streaming", VALUE(KIND_BOOL), fill.streaming),
+	CFG_FIELD("fill.", "parallel", UINT_UPTO(32), fill.parallel),
+	CFG_FIELD("fill.", "connections", UINT_UPTO(1024), fill.connections),
+	CFG_FIELD("fill.", "timeout", UINT_UPTO(SECONDS_MAX), fill.timeout),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The walk */
 
+/* Whether @f is a key of the mapping being walked (ctx->prefix). */
+static bool in_section(const struct field *f, const char *section)
+{
+	if (!f->section || !section)
+		return f->section == section;
+	return strcmp(f->section, section) == 0;
+}
+
 static const struct field *find_field(const struct field *fields, size_t n,
-				      const char *key)
+				      const char *section, const char *key)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (strcmp(fields[i].key, key) == 0)
+		if (in_section(&fields[i], section) &&
+		    strcmp(fields[i].key, key) == 0)
 			return &fields[i];
 	}
 	return NULL;
 }
 
 /* "name, type, max_bytes, path": the keys valid for @type (0: all). */
-static void list_keys(const struct field *fields, size_t n, unsigned type,
-		      char *buf, size_t len)
+static void list_keys(const struct field *fields, size_t n,
+		      const char *section, unsigned type, char *buf, size_t len)
 {
 	size_t i, used = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < n && used < len; i++) {
-		if (fields[i].legacy || (type && !(fields[i].types & type)))
+		if (fields[i].legacy || !in_section(&fields[i], section) ||
+		    (type && !(fields[i].types & type)))
 			continue;
 		used += (size_t)snprintf(buf + used, len - used, "%s%s",
 					 used ? ", " : "", fields[i].key);
@@ -565,7 +525,7 @@ static int fail_key(struct parse_ctx *ctx, yaml_node_t *k, const char *key,
 	enum dv_tier_type t = (enum dv_tier_type)__builtin_ctz(type ? type : 1);
 	char valid[256];
 
-	list_keys(fields, n, type, valid, sizeof(valid));
+	list_keys(fields, n, ctx->prefix, type, valid, sizeof(valid));
 	if (f)
 		return fail(ctx, k, key,
 			    "not valid for %s %s tier (valid keys: %s)",
@@ -618,12 +578,13 @@ static int walk_pair(struct parse_ctx *ctx, yaml_node_pair_t *pair,
 	if (k->type != YAML_SCALAR_NODE)
 		return fail(ctx, k, NULL, "a key must be a word, found %s",
 			    dv_cfgparse_node_kind(k));
-	f = find_field(fields, n, dv_cfgparse_scalar(k));
+	f = find_field(fields, n, ctx->prefix, dv_cfgparse_scalar(k));
 	if (!f || (type && !(f->types & type)))
 		return fail_key(ctx, k, key, f, fields, n, type);
 	if (dv_cfgparse_is_null(v) && !f->legacy)
 		return 0;
-	return f->set(ctx, f, key, v, obj);
+	return f->set ? f->set(ctx, f, key, v, obj) :
+			set_scalar(ctx, f, key, v, obj);
 }
 
 static int walk_pairs(struct parse_ctx *ctx, yaml_node_t *map,
@@ -649,37 +610,41 @@ static int walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
 	return walk_pairs(ctx, map, fields, n, 0, obj);
 }
 
-static int set_http(struct parse_ctx *ctx, const struct field *f,
-		    const char *key, yaml_node_t *val, void *obj)
+/*
+ * A nested mapping such as `http:`, its keys the fields of cfg_fields in
+ * section @prefix; @expected is a format given the kind of node found
+ * instead of a mapping.
+ */
+static int walk_section(struct parse_ctx *ctx, const char *key,
+			yaml_node_t *val, const char *prefix,
+			const char *expected, struct dv_config *cfg)
 {
-	struct dv_config *cfg = obj;
 	int ret;
 
 	if (val->type != YAML_MAPPING_NODE)
-		return fail(ctx, val, key,
-			    "expected a mapping (connect_timeout: 10, retries: 4, ...), found %s",
-			    dv_cfgparse_node_kind(val));
-	ctx->prefix = "http.";
-	ret = walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
-			   &cfg->http);
+		return fail(ctx, val, key, expected, dv_cfgparse_node_kind(val));
+	ctx->prefix = prefix;
+	ret = walk_mapping(ctx, val, cfg_fields, NFIELDS(cfg_fields), cfg);
 	ctx->prefix = NULL;
 	return ret;
+}
+
+static int set_http(struct parse_ctx *ctx, const struct field *f,
+		    const char *key, yaml_node_t *val, void *obj)
+{
+	return walk_section(ctx, key, val, "http.",
+			    "expected a mapping (connect_timeout: 10, retries: 4, ...), found %s",
+			    obj);
 }
 
 static int set_fill(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	struct dv_config *cfg = obj;
-	int ret;
+	int ret = walk_section(ctx, key, val, "fill.",
+			       "expected a mapping (parallel: 8, connections: 32, ...), found %s",
+			       cfg);
 
-	if (val->type != YAML_MAPPING_NODE)
-		return fail(ctx, val, key,
-			    "expected a mapping (parallel: 8, connections: 32, ...), found %s",
-			    dv_cfgparse_node_kind(val));
-	ctx->prefix = "fill.";
-	ret = walk_mapping(ctx, val, fill_fields, NFIELDS(fill_fields),
-			   &cfg->fill);
-	ctx->prefix = NULL;
 	if (ret == 0 && (cfg->fill.parallel == 0 || cfg->fill.timeout == 0))
 		ret = fail(ctx, val, key,
 			   "parallel and timeout must be at least 1");
@@ -825,17 +790,12 @@ static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 	struct dv_config *cfg = obj;
 	yaml_node_item_t *items;
 	size_t i, n;
-	int ret = 0;
+	int ret = get_list(ctx, key, val,
+			   "expected a list of tiers, found %s (start each tier with '- ')",
+			   "at least one tier is required", &items, &n);
 
-	if (val->type != YAML_SEQUENCE_NODE)
-		return fail(ctx, val, key,
-			    "expected a list of tiers, found %s (start each tier with '- ')",
-			    dv_cfgparse_node_kind(val));
-	items = val->data.sequence.items.start;
-	n = (size_t)(val->data.sequence.items.top - items);
-	if (n == 0)
-		return fail(ctx, val, key,
-			    "is an empty list (at least one tier is required)");
+	if (ret < 0)
+		return ret;
 	cfg->tiers = calloc(n, sizeof(*cfg->tiers));
 	if (!cfg->tiers)
 		return dv_cfgparse_fail_nomem(ctx);
@@ -861,7 +821,7 @@ static int parse_root(struct parse_ctx *ctx, yaml_node_t *root)
 		return fail(ctx, root, NULL,
 			    "expected a mapping of keys such as 'tiers:', found %s",
 			    dv_cfgparse_node_kind(root));
-	ret = walk_mapping(ctx, root, top_fields, NFIELDS(top_fields),
+	ret = walk_mapping(ctx, root, cfg_fields, NFIELDS(cfg_fields),
 			   ctx->cfg);
 	if (ret == 0 && !ctx->cfg->tiers)
 		ret = fail(ctx, root, "tiers",

@@ -32,12 +32,28 @@ struct field;
 typedef int (*field_set_fn)(struct parse_ctx *ctx, const struct field *f,
 			    const char *key, yaml_node_t *val, void *obj);
 
+/*
+ * Parses the scalar @s of field @f into @obj (at f->off unless the kind
+ * says otherwise). 0, -ENOMEM, or another -errno for a value it refuses.
+ */
+typedef int (*field_parse_fn)(const struct field *f, const char *s,
+			      void *obj);
+
+/* A kind of scalar value, for the setter shared by all of them. */
+struct value_kind {
+	field_parse_fn parse;
+	bool nonempty;    /* "" is refused before parse() sees it */
+	const char *what; /* the refusal: a format of the value and f->max */
+};
+
 struct field {
+	const char *section; /* NULL, or the prefix of a nested mapping */
 	const char *key;
-	field_set_fn set;
+	field_set_fn set;               /* NULL: the scalar setter, by kind */
+	const struct value_kind *kind; /* for the scalar setter */
 	size_t off;     /* where set() stores, inside obj */
 	unsigned types; /* tier keys: bits of the types that accept the key */
-	uint64_t max;   /* set_uint(): the largest value */
+	uint64_t max;   /* whole numbers: the largest value */
 	bool legacy;    /* accepted but not listed; set() sees null values too */
 };
 

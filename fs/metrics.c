@@ -64,16 +64,6 @@ static void label_value(struct dv_text *t, const char *s)
 	}
 }
 
-static void sample(struct dv_text *t, const char *name, uint64_t v)
-{
-	dv_text_printf(t, "%s %" PRIu64 "\n", name, v);
-}
-
-static void sample_f(struct dv_text *t, const char *name, double v)
-{
-	dv_text_printf(t, "%s %.9g\n", name, v);
-}
-
 static void sample_label(struct dv_text *t, const char *name,
 			 const char *label, const char *value, uint64_t v)
 {
@@ -82,53 +72,107 @@ static void sample_label(struct dv_text *t, const char *name,
 	dv_text_printf(t, "\"} %" PRIu64 "\n", v);
 }
 
-/* Per-tier counters, read from struct dv_tier_stats. */
-static const struct {
-	const char *name, *help;
-	size_t off;
-} tier_counters[] = {
-	{ "datavofs_tier_hits_total", "Opens served by the tier (it held the shard).",
-	  offsetof(struct dv_tier_stats, hits) },
-	{ "datavofs_tier_misses_total", "Lookups that did not find the shard in the tier.",
-	  offsetof(struct dv_tier_stats, misses) },
-	{ "datavofs_tier_served_bytes_total",
-	  "Bytes of shards opened from the tier (each open counts the shard's size).",
-	  offsetof(struct dv_tier_stats, bytes_served) },
-	{ "datavofs_tier_installed_bytes_total", "Bytes installed into (or uploaded to) the tier.",
-	  offsetof(struct dv_tier_stats, bytes_in) },
-	{ "datavofs_tier_installs_total", "Shards installed into the tier.",
-	  offsetof(struct dv_tier_stats, installs) },
-	{ "datavofs_tier_evictions_total", "Shards the tier evicted to make room (LRU).",
-	  offsetof(struct dv_tier_stats, evictions) },
-	{ "datavofs_tier_errors_total", "Failed lookups, installs, locks and downloads of the tier.",
-	  offsetof(struct dv_tier_stats, errors) },
-	{ "datavofs_tier_verify_failures_total",
-	  "Tier copies or downloads whose bytes did not match the manifest's sha256.",
-	  offsetof(struct dv_tier_stats, verify_failures) },
+/*
+ * A family of one sample, or of one per label value (@label set): every
+ * family the exporter writes but the histograms and the info lines.
+ */
+struct metric {
+	const char *name, *type, *help;
+	uint64_t v;
+	double f;             /* the value instead of v, when real */
+	bool real;
 };
 
-/* Per-tier gauges, read from struct dv_tier_usage. */
-static const struct {
-	const char *name, *help;
-	size_t off;
-} tier_gauges[] = {
-	{ "datavofs_tier_used_bytes", "Bytes of shards the tier holds.",
-	  offsetof(struct dv_tier_usage, used_bytes) },
-	{ "datavofs_tier_capacity_bytes", "The tier's max_bytes (0: unbounded).",
-	  offsetof(struct dv_tier_usage, capacity) },
-	{ "datavofs_tier_objects", "Shards the tier holds.",
-	  offsetof(struct dv_tier_usage, objects) },
-	{ "datavofs_tier_filesystem_free_bytes",
-	  "Free bytes of the filesystem under the tier (0: unknown or not a folder).",
-	  offsetof(struct dv_tier_usage, fs_free) },
+/* A sample of a labelled family: the label's value and the count. */
+struct labelled {
+	const char *value;
+	uint64_t v;
 };
 
-static uint64_t field(const void *base, size_t off)
+#define METRIC(name_, type_, help_, v_)                                  \
+	{ .name = name_, .type = type_, .help = help_, .v = v_ }
+
+static void metrics(struct dv_text *t, const struct metric *m, size_t n)
 {
+	for (size_t i = 0; i < n; i++) {
+		family(t, m[i].name, m[i].type, m[i].help);
+		if (m[i].real)
+			dv_text_printf(t, "%s %.9g\n", m[i].name, m[i].f);
+		else
+			dv_text_printf(t, "%s %" PRIu64 "\n", m[i].name, m[i].v);
+	}
+}
+
+static void labelled_family(struct dv_text *t, const char *name,
+			    const char *type, const char *help,
+			    const char *label, const struct labelled *l,
+			    size_t n)
+{
+	family(t, name, type, help);
+	for (size_t i = 0; i < n; i++)
+		sample_label(t, name, label, l[i].value, l[i].v);
+}
+
+#define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A per-tier family: one sample per tier, read at @off of a struct. */
+struct tier_family {
+	const char *name, *help;
+	size_t off;
+};
+
+#define STAT(name_, member, help_)                                      \
+	{ name_, help_, offsetof(struct dv_tier_stats, member) }
+#define USAGE(name_, member, help_)                                     \
+	{ name_, help_, offsetof(struct dv_tier_usage, member) }
+
+/* Counters, read from struct dv_tier_stats (the tiers add atomically). */
+static const struct tier_family tier_counters[] = {
+	STAT("datavofs_tier_hits_total", hits, "Opens served by the tier (it held the shard)."),
+	STAT("datavofs_tier_misses_total", misses, "Lookups that did not find the shard in the tier."),
+	STAT("datavofs_tier_served_bytes_total", bytes_served, "Bytes of shards opened from the tier (each open counts the shard's size)."),
+	STAT("datavofs_tier_installed_bytes_total", bytes_in, "Bytes installed into (or uploaded to) the tier."),
+	STAT("datavofs_tier_installs_total", installs, "Shards installed into the tier."),
+	STAT("datavofs_tier_evictions_total", evictions, "Shards the tier evicted to make room (LRU)."),
+	STAT("datavofs_tier_errors_total", errors, "Failed lookups, installs, locks and downloads of the tier."),
+	STAT("datavofs_tier_verify_failures_total", verify_failures, "Tier copies or downloads whose bytes did not match the manifest's sha256."),
+};
+
+/* Gauges, read from the struct dv_tier_usage taken for this scrape. */
+static const struct tier_family tier_gauges[] = {
+	USAGE("datavofs_tier_used_bytes", used_bytes, "Bytes of shards the tier holds."),
+	USAGE("datavofs_tier_capacity_bytes", capacity, "The tier's max_bytes (0: unbounded)."),
+	USAGE("datavofs_tier_objects", objects, "Shards the tier holds."),
+	USAGE("datavofs_tier_filesystem_free_bytes", fs_free, "Free bytes of the filesystem under the tier (0: unknown or not a folder)."),
+};
+
+/*
+ * Writes the families @fams, counters from each tier's stats when @usage
+ * is NULL, else gauges from usage[i] of tier i.
+ */
+static void tier_families(struct dv_text *t, struct dv_fs *fs,
+			  const struct tier_family *fams, size_t nfams,
+			  const struct dv_tier_usage *usage)
+{
+	size_t n = dv_hierarchy_ntiers(fs->hier);
 	uint64_t v;
 
-	memcpy(&v, (const char *)base + off, sizeof(v));
-	return v;
+	for (size_t k = 0; k < nfams; k++) {
+		family(t, fams[k].name, usage ? "gauge" : "counter",
+		       fams[k].help);
+		for (size_t i = 0; i < n; i++) {
+			struct dv_tier *tier = dv_hierarchy_tier(fs->hier, i);
+
+			if (usage)
+				memcpy(&v, (const char *)&usage[i] + fams[k].off,
+				       sizeof(v));
+			else
+				__atomic_load((uint64_t *)((char *)&tier->stats +
+							   fams[k].off),
+					      &v, __ATOMIC_RELAXED);
+			sample_label(t, fams[k].name, "tier", tier->name, v);
+		}
+	}
 }
 
 static void tier_metrics(struct dv_text *t, struct dv_fs *fs,
@@ -146,26 +190,8 @@ static void tier_metrics(struct dv_text *t, struct dv_fs *fs,
 		dv_text_printf(t, "\",type=\"%s\",order=\"%zu\"} 1\n",
 			       dv_tier_type_name(tier->type), i);
 	}
-	for (size_t k = 0; k < sizeof(tier_counters) / sizeof(tier_counters[0]); k++) {
-		family(t, tier_counters[k].name, "counter", tier_counters[k].help);
-		for (size_t i = 0; i < n; i++) {
-			struct dv_tier *tier = dv_hierarchy_tier(fs->hier, i);
-			uint64_t v;
-
-			__atomic_load((uint64_t *)((char *)&tier->stats +
-						   tier_counters[k].off),
-				      &v, __ATOMIC_RELAXED);
-			sample_label(t, tier_counters[k].name, "tier",
-				     tier->name, v);
-		}
-	}
-	for (size_t k = 0; k < sizeof(tier_gauges) / sizeof(tier_gauges[0]); k++) {
-		family(t, tier_gauges[k].name, "gauge", tier_gauges[k].help);
-		for (size_t i = 0; i < n; i++)
-			sample_label(t, tier_gauges[k].name, "tier",
-				     dv_hierarchy_tier(fs->hier, i)->name,
-				     field(&usage[i], tier_gauges[k].off));
-	}
+	tier_families(t, fs, tier_counters, NITEMS(tier_counters), NULL);
+	tier_families(t, fs, tier_gauges, NITEMS(tier_gauges), usage);
 }
 
 static void histogram(struct dv_text *t, const char *name, const char *help,
@@ -185,6 +211,19 @@ static void histogram(struct dv_text *t, const char *name, const char *help,
 	dv_text_printf(t, "%s_count %" PRIu64 "\n", name, cum);
 }
 
+static void stream_metrics(struct dv_text *t,
+			   const struct dv_hierarchy_stats *hs)
+{
+	const struct metric m[] = {
+		METRIC("datavofs_chunks_fetched_total", "counter", "Chunks of streaming fills fetched and verified.", hs->chunks_fetched),
+		METRIC("datavofs_chunk_waits_total", "counter", "Reads that waited for a chunk of a streaming fill.", hs->chunk_waits),
+		METRIC("datavofs_streams", "gauge", "Streaming fills running now.", hs->streams),
+		METRIC("datavofs_chunk_fetches_in_flight", "gauge", "Ranged fetches of streaming fills running now.", hs->chunks_in_flight),
+	};
+
+	metrics(t, m, NITEMS(m));
+}
+
 static void fill_metrics(struct dv_text *t, struct dv_fs *fs)
 {
 	uint64_t buckets[DV_FILL_BUCKETS + 1];
@@ -198,27 +237,13 @@ static void fill_metrics(struct dv_text *t, struct dv_fs *fs)
 	histogram(t, "datavofs_first_byte_seconds",
 		  "Streaming fills: from the open of a cold shard to its first read answered.",
 		  buckets, hs.ttfb_ns_total);
-	family(t, "datavofs_chunks_fetched_total", "counter",
-	       "Chunks of streaming fills fetched and verified.");
-	sample(t, "datavofs_chunks_fetched_total", hs.chunks_fetched);
-	family(t, "datavofs_chunk_waits_total", "counter",
-	       "Reads that waited for a chunk of a streaming fill.");
-	sample(t, "datavofs_chunk_waits_total", hs.chunk_waits);
-	family(t, "datavofs_streams", "gauge", "Streaming fills running now.");
-	sample(t, "datavofs_streams", hs.streams);
-	family(t, "datavofs_chunk_fetches_in_flight", "gauge",
-	       "Ranged fetches of streaming fills running now.");
-	sample(t, "datavofs_chunk_fetches_in_flight", hs.chunks_in_flight);
+	stream_metrics(t, &hs);
 }
 
 static void error_metrics(struct dv_text *t, struct dv_fs *fs,
 			  const struct dv_status_totals *s)
 {
-	const char *name = "datavofs_errors_total";
-	const struct {
-		const char *kind;
-		uint64_t v;
-	} kinds[] = {
+	const struct labelled kinds[] = {
 		{ "origin", dv_stat_get(&fs->origin->errors) },
 		{ "fill", s->hier.fetch_errors },
 		{ "verify", s->hier.verify_failures },
@@ -228,88 +253,68 @@ static void error_metrics(struct dv_text *t, struct dv_fs *fs,
 		{ "manifest_rejected", s->ns.rejected_manifests },
 	};
 
-	family(t, name, "counter",
-	       "Errors by kind: origin requests, fills, sha256 mismatches, opens "
-	       "failed, tier operations, manifest refreshes, manifests refused.");
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		sample_label(t, name, "kind", kinds[i].kind, kinds[i].v);
+	labelled_family(t, "datavofs_errors_total", "counter",
+			"Errors by kind: origin requests, fills, sha256 mismatches, opens "
+			"failed, tier operations, manifest refreshes, manifests refused.",
+			"kind", kinds, NITEMS(kinds));
+}
+
+static void upload_results(struct dv_text *t, const struct dv_upload_stats *u)
+{
+	const struct labelled results[] = {
+		{ "queued", u->queued }, { "done", u->done },
+		{ "failed", u->failed }, { "dropped", u->dropped },
+		{ "retried", u->retries },
+	};
+
+	labelled_family(t, "datavofs_uploads_total", "counter",
+			"Background uploads to remote tiers by outcome: queued, done, failed "
+			"(after every retry), dropped (queue full or pending at exit), retries.",
+			"result", results, NITEMS(results));
 }
 
 /* Background uploads into remote tiers (B5). */
 static void upload_metrics(struct dv_text *t, struct dv_fs *fs)
 {
-	const char *name = "datavofs_uploads_total";
 	struct dv_upload_stats u = { 0 };
 
 	dv_hierarchy_upload_stats(fs->hier, &u);
-	family(t, name, "counter",
-	       "Background uploads to remote tiers by outcome: queued, done, failed "
-	       "(after every retry), dropped (queue full or pending at exit), retries.");
-	sample_label(t, name, "result", "queued", u.queued);
-	sample_label(t, name, "result", "done", u.done);
-	sample_label(t, name, "result", "failed", u.failed);
-	sample_label(t, name, "result", "dropped", u.dropped);
-	sample_label(t, name, "result", "retried", u.retries);
+	upload_results(t, &u);
 }
 
 static void global_metrics(struct dv_text *t, struct dv_fs *fs,
 			   const struct dv_status_totals *s)
 {
+	const struct metric m[] = {
+		METRIC("datavofs_start_time_seconds", "gauge", "When the daemon started, seconds since the epoch.", (uint64_t)fs->started),
+		METRIC("datavofs_origin_requests_total", "counter", "Shard downloads started from the origin.", dv_stat_get(&fs->origin->requests)),
+		METRIC("datavofs_origin_bytes_total", "counter", "Shard bytes received from the origin.", dv_stat_get(&fs->origin->bytes)),
+		METRIC("datavofs_fills_total", "counter", "Full misses: shards fetched from the origin into the tiers.", s->hier.fetches),
+		METRIC("datavofs_fill_bytes_total", "counter", "Bytes of shards fetched, verified and kept.", s->hier.fetch_bytes),
+		METRIC("datavofs_promotions_total", "counter", "Hits in a slower tier copied into faster tiers.", s->hier.promotions),
+		METRIC("datavofs_verify_failures_total", "counter", "Bytes from the origin or a tier that did not match the manifest's sha256.", s->hier.verify_failures),
+		METRIC("datavofs_served_bytes_total", "counter", "Bytes of shards opened, all tiers.", s->served),
+		METRIC("datavofs_read_bytes_total", "counter", "Bytes read through the daemon (not passthrough, not page cache).", dv_stat_get(&fs->read_bytes)),
+		METRIC("datavofs_egress_saved_bytes_total", "counter", "Bytes served that the origin did not send: egress saved.", s->saved),
+		{ .name = "datavofs_egress_saved_dollars_total",
+		  .type = "counter",
+		  .help = "Estimated egress dollars saved (dollars_per_gb per 1e9 bytes).",
+		  .f = s->dollars, .real = true },
+		METRIC("datavofs_open_files", "gauge", "Shards open now.", dv_stat_get(&fs->open_files)),
+		METRIC("datavofs_datasets", "gauge", "Datasets in the namespace.", s->ns.datasets),
+		METRIC("datavofs_shards", "gauge", "Shards in the namespace.", s->ns.shards),
+		METRIC("datavofs_manifest_refreshes_total", "counter", "Refreshes of the namespace from the origin.", s->ns.refreshes),
+		METRIC("datavofs_pins_loaded", "gauge", "Pinned revisions (dataset@N) whose manifests are in memory.", s->ns.pins_loaded),
+		METRIC("datavofs_pin_evictions_total", "counter", "Pinned revisions evicted: no inode of theirs referenced, beyond the kept ones.", s->ns.pins_evicted),
+	};
+
 	family(t, "datavofs_info", "gauge", "Version and read path (value 1).");
 	dv_text_printf(t, "datavofs_info{version=\"%s\",read_path=\"%s\",verify=\"%s\"} 1\n",
 		       DV_VERSION,
 		       __atomic_load_n(&fs->passthrough, __ATOMIC_ACQUIRE) ?
 			       "passthrough" : "keep_cache",
 		       dv_verify_mode_name(fs->cfg->verify));
-	family(t, "datavofs_start_time_seconds", "gauge",
-	       "When the daemon started, seconds since the epoch.");
-	sample(t, "datavofs_start_time_seconds", fs->started);
-	family(t, "datavofs_origin_requests_total", "counter",
-	       "Shard downloads started from the origin.");
-	sample(t, "datavofs_origin_requests_total",
-	       dv_stat_get(&fs->origin->requests));
-	family(t, "datavofs_origin_bytes_total", "counter",
-	       "Shard bytes received from the origin.");
-	sample(t, "datavofs_origin_bytes_total", dv_stat_get(&fs->origin->bytes));
-	family(t, "datavofs_fills_total", "counter",
-	       "Full misses: shards fetched from the origin into the tiers.");
-	sample(t, "datavofs_fills_total", s->hier.fetches);
-	family(t, "datavofs_fill_bytes_total", "counter",
-	       "Bytes of shards fetched, verified and kept.");
-	sample(t, "datavofs_fill_bytes_total", s->hier.fetch_bytes);
-	family(t, "datavofs_promotions_total", "counter",
-	       "Hits in a slower tier copied into faster tiers.");
-	sample(t, "datavofs_promotions_total", s->hier.promotions);
-	family(t, "datavofs_verify_failures_total", "counter",
-	       "Bytes from the origin or a tier that did not match the manifest's sha256.");
-	sample(t, "datavofs_verify_failures_total", s->hier.verify_failures);
-	family(t, "datavofs_served_bytes_total", "counter",
-	       "Bytes of shards opened, all tiers.");
-	sample(t, "datavofs_served_bytes_total", s->served);
-	family(t, "datavofs_read_bytes_total", "counter",
-	       "Bytes read through the daemon (not passthrough, not page cache).");
-	sample(t, "datavofs_read_bytes_total", dv_stat_get(&fs->read_bytes));
-	family(t, "datavofs_egress_saved_bytes_total", "counter",
-	       "Bytes served that the origin did not send: egress saved.");
-	sample(t, "datavofs_egress_saved_bytes_total", s->saved);
-	family(t, "datavofs_egress_saved_dollars_total", "counter",
-	       "Estimated egress dollars saved (dollars_per_gb per 1e9 bytes).");
-	sample_f(t, "datavofs_egress_saved_dollars_total", s->dollars);
-	family(t, "datavofs_open_files", "gauge", "Shards open now.");
-	sample(t, "datavofs_open_files", dv_stat_get(&fs->open_files));
-	family(t, "datavofs_datasets", "gauge", "Datasets in the namespace.");
-	sample(t, "datavofs_datasets", s->ns.datasets);
-	family(t, "datavofs_shards", "gauge", "Shards in the namespace.");
-	sample(t, "datavofs_shards", s->ns.shards);
-	family(t, "datavofs_manifest_refreshes_total", "counter",
-	       "Refreshes of the namespace from the origin.");
-	sample(t, "datavofs_manifest_refreshes_total", s->ns.refreshes);
-	family(t, "datavofs_pins_loaded", "gauge",
-	       "Pinned revisions (dataset@N) whose manifests are in memory.");
-	sample(t, "datavofs_pins_loaded", s->ns.pins_loaded);
-	family(t, "datavofs_pin_evictions_total", "counter",
-	       "Pinned revisions evicted: no inode of theirs referenced, beyond the kept ones.");
-	sample(t, "datavofs_pin_evictions_total", s->ns.pins_evicted);
+	metrics(t, m, NITEMS(m));
 }
 
 char *dv_metrics_text(struct dv_fs *fs, size_t *len)

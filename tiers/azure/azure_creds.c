@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,15 +124,32 @@ void dv_az_creds_free(struct dv_az_creds *c)
 
 /* ---- resolution: keys and SAS ---- */
 
+/*
+ * A parser's result: -EINVAL (the credential is malformed) is logged as
+ * "tier 'T': message" and refused with -EACCES; anything else passes.
+ */
+__attribute__((format(printf, 3, 4)))
+static int refuse_malformed(const struct dv_az_creds *c, int ret,
+			    const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (ret != -EINVAL)
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dv_err("tier '%s': %s", c->tier, msg);
+	return -EACCES;
+}
+
 static int use_sas(struct dv_az_creds *c, const char *sas, const char *from)
 {
-	int ret = dv_az_sas_clean(sas, &c->sas);
+	int ret = refuse_malformed(c, dv_az_sas_clean(sas, &c->sas),
+				   "the SAS token in %s is empty or holds characters a URL query cannot",
+				   from);
 
-	if (ret == -EINVAL) {
-		dv_err("tier '%s': the SAS token in %s is empty or holds characters a URL query cannot",
-		       c->tier, from);
-		return -EACCES;
-	}
 	if (ret)
 		return ret;
 	c->kind = DV_AZ_AUTH_SAS;
@@ -170,13 +188,10 @@ static int use_connstr(struct dv_az_creds *c, const char *s)
 {
 	static const char from[] = "AZURE_STORAGE_CONNECTION_STRING";
 	struct dv_az_connstr cs;
-	int ret = dv_az_connstr_parse(s, &cs);
+	int ret = refuse_malformed(c, dv_az_connstr_parse(s, &cs),
+				   "%s is not a connection string (Key=Value;…)",
+				   from);
 
-	if (ret == -EINVAL) {
-		dv_err("tier '%s': %s is not a connection string (Key=Value;…)",
-		       c->tier, from);
-		return -EACCES;
-	}
 	if (ret)
 		return ret;
 	if (cs.key)

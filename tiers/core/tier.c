@@ -136,14 +136,22 @@ static int pin_locked(struct dv_tier *t, const char *hash)
 	return 0;
 }
 
-int dv_tier_pin(struct dv_tier *t, const char *hash)
+/* @fn's result for @hash, run with pin_lock held. */
+static int with_pin_lock(struct dv_tier *t,
+			 int (*fn)(struct dv_tier *t, const char *hash),
+			 const char *hash)
 {
 	int ret;
 
 	pthread_mutex_lock(&t->pin_lock);
-	ret = pin_locked(t, hash);
+	ret = fn(t, hash);
 	pthread_mutex_unlock(&t->pin_lock);
 	return ret;
+}
+
+int dv_tier_pin(struct dv_tier *t, const char *hash)
+{
+	return with_pin_lock(t, pin_locked, hash);
 }
 
 void dv_tier_unpin(struct dv_tier *t, const char *hash)
@@ -161,20 +169,15 @@ void dv_tier_unpin(struct dv_tier *t, const char *hash)
 	pthread_mutex_unlock(&t->pin_lock);
 }
 
-/* Called with pin_lock held. */
-static bool pinned_locked(struct dv_tier *t, const char *hash)
+/* Called with pin_lock held. 1 when pinned, else 0. */
+static int pinned_locked(struct dv_tier *t, const char *hash)
 {
 	return t->pin_buckets && *pin_slot(t, pin_key(hash), hash);
 }
 
 bool dv_tier_is_pinned(struct dv_tier *t, const char *hash)
 {
-	bool pinned;
-
-	pthread_mutex_lock(&t->pin_lock);
-	pinned = pinned_locked(t, hash);
-	pthread_mutex_unlock(&t->pin_lock);
-	return pinned;
+	return with_pin_lock(t, pinned_locked, hash) == 1;
 }
 
 int dv_tier_unless_pinned(struct dv_tier *t, const char *hash,

@@ -232,23 +232,48 @@ struct meta_ctx {
 	struct dv_http_buf buf;
 };
 
+/* The JSON API's URL of the object of @hash with @query, or NULL. */
+static char *object_url(const struct gcs_tier *g, const char *hash,
+			const char *query)
+{
+	char *name = dv_gcs_object_enc(g, hash);
+	char *url = NULL;
+
+	if (name && asprintf(&url, "%s/storage/v1/b/%s/o/%s?%s", g->api,
+			     g->bucket_enc, name, query) < 0)
+		url = NULL;
+	free(name);
+	return url;
+}
+
+/*
+ * A GET as this tier: @req carries no header but the token's (none when
+ * anonymous); the answer's status becomes an errno.
+ */
+static int get_as_tier(struct gcs_tier *g, struct dv_http_request *req,
+		       const char *auth, struct dv_http_response *resp)
+{
+	const char *headers[] = { auth, NULL };
+	int ret;
+
+	req->headers = headers;
+	ret = dv_http_perform(&g->http, req, resp);
+	return ret ? ret : dv_http_status_errno(resp->status);
+}
+
 static int meta_attempt(struct gcs_tier *g, void *arg, const char *auth,
 			struct dv_http_response *resp)
 {
 	struct meta_ctx *m = arg;
-	const char *headers[] = { auth, NULL };
 	struct dv_http_request req = {
 		.url = m->url,
-		.headers = headers,
 		.max_body = DV_GCS_META_MAX,
 		.on_body = dv_http_buf_append,
 		.arg = &m->buf,
 	};
-	int ret;
 
 	m->buf.len = 0;
-	ret = dv_http_perform(&g->http, &req, resp);
-	return ret ? ret : dv_http_status_errno(resp->status);
+	return get_as_tier(g, &req, auth, resp);
 }
 
 int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
@@ -256,15 +281,11 @@ int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
 	struct meta_ctx m;
 	struct dv_http_response resp;
 	char shown[DV_GCS_SHOWN_MAX], what[DV_GCS_SHOWN_MAX + 16];
-	char *name, *url = NULL;
+	char *url = object_url(g, hash, "fields=size");
 	int ret;
 
-	name = dv_gcs_object_enc(g, hash);
-	if (!name || asprintf(&url, "%s/storage/v1/b/%s/o/%s?fields=size",
-			      g->api, g->bucket_enc, name) < 0) {
-		free(name);
+	if (!url)
 		return -ENOMEM;
-	}
 	dv_gcs_shown(g, hash, shown, sizeof(shown));
 	snprintf(what, sizeof(what), "metadata of %s", shown);
 	m.url = url;
@@ -281,7 +302,6 @@ int dv_gcs_stat(struct gcs_tier *g, const char *hash, uint64_t *size)
 	}
 	dv_http_buf_release(&m.buf);
 	free(url);
-	free(name);
 	return ret;
 }
 
@@ -318,28 +338,12 @@ static int get_attempt(struct gcs_tier *g, void *arg, const char *auth,
 		       struct dv_http_response *resp)
 {
 	struct get_ctx *s = arg;
-	const char *headers[] = { auth, NULL };
-	struct dv_http_request req = { .url = s->url, .headers = headers };
-	int ret;
+	struct dv_http_request req = { .url = s->url };
 
 	if (dv_http_sink_prepare(&s->get, &req))
 		return 0;
-	ret = dv_http_perform(&g->http, &req, resp);
-	if (ret == 0)
-		ret = dv_http_status_errno(resp->status);
-	return dv_http_sink_finish(&s->get, ret, resp);
-}
-
-/* The media URL of @hash (malloc'd), or NULL. */
-static char *media_url(struct gcs_tier *g, const char *hash)
-{
-	char *name = dv_gcs_object_enc(g, hash), *url = NULL;
-
-	if (name && asprintf(&url, "%s/storage/v1/b/%s/o/%s?alt=media", g->api,
-			     g->bucket_enc, name) < 0)
-		url = NULL;
-	free(name);
-	return url;
+	return dv_http_sink_finish(&s->get, get_as_tier(g, &req, auth, resp),
+				   resp);
 }
 
 /* GET @hash's media with the attempt @fn over @ctx, whose url it sets. */
@@ -353,7 +357,7 @@ static int get_media(struct gcs_tier *g, const char *hash, const char *shown,
 
 	if (!dv_valid_hash(hash))
 		return -EINVAL;
-	url = media_url(g, hash);
+	url = object_url(g, hash, "alt=media");
 	if (!url)
 		return -ENOMEM;
 	snprintf(what, sizeof(what), "GET %s", shown);

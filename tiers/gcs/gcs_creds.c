@@ -243,14 +243,31 @@ static int use_token_uri(struct dv_gcs_creds *c, struct dv_json_field *f,
 	return take(&c->token_uri, &f[F_TOKEN_URI]);
 }
 
+/*
+ * Whether the key file gave each field of @need (F_* indexes up to
+ * F_COUNT); else logs "@file: @missing".
+ */
+static bool complete(const struct dv_gcs_creds *c,
+		     const struct dv_json_field *f, const int *need,
+		     const char *file, const char *missing)
+{
+	for (; *need != F_COUNT; need++) {
+		if (!f[*need].value) {
+			dv_err("tier '%s': %s: %s", c->label, file, missing);
+			return false;
+		}
+	}
+	return true;
+}
+
 static int load_service_account(struct dv_gcs_creds *c,
 				 struct dv_json_field *f, const char *file)
 {
-	if (!f[F_EMAIL].value || !f[F_KEY].value) {
-		dv_err("tier '%s': %s: a service_account key file needs client_email and private_key",
-		       c->label, file);
+	static const int need[] = { F_EMAIL, F_KEY, F_COUNT };
+
+	if (!complete(c, f, need, file,
+		      "a service_account key file needs client_email and private_key"))
 		return -EACCES;
-	}
 	c->key = read_key(f[F_KEY].value);
 	if (!c->key) {
 		dv_err("tier '%s': %s: private_key is not a PEM RSA private key",
@@ -266,12 +283,12 @@ static int load_service_account(struct dv_gcs_creds *c,
 static int load_authorized_user(struct dv_gcs_creds *c,
 				struct dv_json_field *f, const char *file)
 {
-	if (!f[F_CLIENT_ID].value || !f[F_CLIENT_SECRET].value ||
-	    !f[F_REFRESH].value) {
-		dv_err("tier '%s': %s: authorized_user credentials need client_id, client_secret and refresh_token",
-		       c->label, file);
+	static const int need[] = { F_CLIENT_ID, F_CLIENT_SECRET, F_REFRESH,
+				    F_COUNT };
+
+	if (!complete(c, f, need, file,
+		      "authorized_user credentials need client_id, client_secret and refresh_token"))
 		return -EACCES;
-	}
 	c->src = SRC_AUTHORIZED_USER;
 	take(&c->client_id, &f[F_CLIENT_ID]);
 	take(&c->client_secret, &f[F_CLIENT_SECRET]);
