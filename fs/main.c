@@ -452,6 +452,7 @@ int main(int argc, char *argv[])
 	if (setup_fs(&cli, &fs) == 0)
 		ret = run_session(&args, &opts, &fs);
 	teardown_fs(&fs);
+	dv_info("stopped (%s)", ret ? "with an error" : "clean");
 	free(opts.mountpoint);
 out:
 	fuse_opt_free_args(&args);

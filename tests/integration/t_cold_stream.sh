@@ -32,7 +32,7 @@ tier="$DV_WORK/tier"
 cfg="$DV_WORK/shards.yaml"
 write_config "$cfg" "$tier" "fill:" "  parallel: 4" "  timeout: 4"
 mnt=$(dv_tmp mnt)
-dv_mount "$FO_URL" "$mnt" "config=$cfg" || bail "mount"
+dv_mount "$FO_URL" "$mnt" "config=$cfg" log_level=info || bail "mount"
 
 shard() { printf 'shard-%06d.tar' "$1"; }
 size_of() { stat -c %s "$src/$1"; }
@@ -136,6 +136,18 @@ fi
 fo_clear
 wait_installed "$s" && pass "the fill goes on after the reader closed" || fail "the fill goes on after the reader closed"
 
+# --- unmounted while a fill runs -------------------------------------------------
+# The fill is cancelled (its verified chunks kept), and the daemon exits cleanly.
+s=$(shard 6)
+h=$(hash_of "$origin" cold/set "$s")
+fo_set "$h" "trickle,rate=65536"
+head -c 1000 "$mnt/cold/set/$s" >/dev/null
+log=$(dv_log "$mnt")
+dv_umount "$mnt"
+if grep -q "stopped (clean)" "$log"; then pass "unmounted while a fill runs: the daemon stops cleanly"; else fail "unmounted while a fill runs: the daemon stops cleanly" "$(tail -5 "$log")"; fi
+fo_clear
+dv_mount "$FO_URL" "$mnt" "config=$cfg" log_level=info || bail "remount"
+
 # --- a stall from chunk 4 on ----------------------------------------------------
 s=$(shard 3)
 h=$(hash_of "$origin" cold/set "$s")
@@ -185,7 +197,7 @@ head -c $((6 * CS)) "$mnt/cold/set/$s" >/dev/null
 dv_kill_mount "$mnt"
 done_before=$(ranges "$s" | grep -c .)
 fo_clear
-dv_mount "$FO_URL" "$mnt" "config=$cfg" || bail "remount"
+dv_mount "$FO_URL" "$mnt" "config=$cfg" log_level=info || bail "remount"
 n_before=$(ranges "$s" | grep -c .)
 expect_read "SIGKILL mid-fill: the remount reads it right" "$mnt/cold/set/$s" 0 30 "$(sha_of "$origin" cold/set "$s")"
 wait_installed "$s" || true

@@ -35,6 +35,7 @@ struct dv_hierarchy {
 	pthread_mutex_t streams_lock;
 	pthread_cond_t streams_cond;   /* a stream ended */
 	struct dv_stream *streams;     /* protected by streams_lock */
+	unsigned streams_alive;        /* started, done() not yet over; same */
 	uint64_t ttfb_buckets[DV_FILL_BUCKETS + 1]; /* last: +Inf; atomic */
 	uint64_t chunks_done;          /* of ended streams; atomic */
 	uint64_t chunk_waits;          /* of ended streams; atomic */

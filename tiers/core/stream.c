@@ -58,6 +58,7 @@ void dv_hier_streams_init(struct dv_hierarchy *h,
 	pthread_mutex_init(&h->streams_lock, NULL);
 	pthread_cond_init(&h->streams_cond, NULL);
 	h->streams = NULL;
+	h->streams_alive = 0;
 }
 
 void dv_hierarchy_set_fill(struct dv_hierarchy *h,
@@ -75,7 +76,7 @@ void dv_hier_streams_release(struct dv_hierarchy *h)
 	pthread_mutex_lock(&h->streams_lock);
 	for (struct dv_stream *s = h->streams; s; s = s->next)
 		dv_fill_cancel(s->fill);
-	while (h->streams)
+	while (h->streams_alive)
 		pthread_cond_wait(&h->streams_cond, &h->streams_lock);
 	pthread_mutex_unlock(&h->streams_lock);
 	pthread_cond_destroy(&h->streams_cond);
@@ -221,11 +222,15 @@ static void stream_done(void *arg, struct dv_fill *f, int result)
 	if (*pp)
 		*pp = s->next;
 	settle_staging(s, result);
-	pthread_cond_broadcast(&h->streams_cond);
 	pthread_mutex_unlock(&h->streams_lock);
 	dv_hier_unlock_all(h, s->hash, &s->held);
 	dv_fill_put(s->fill);
 	free(s);
+	/* Last: the hierarchy may be freed once no stream is alive. */
+	pthread_mutex_lock(&h->streams_lock);
+	h->streams_alive--;
+	pthread_cond_broadcast(&h->streams_cond);
+	pthread_mutex_unlock(&h->streams_lock);
 }
 
 /* The staging file, @size bytes reserved, in the first folder tier that can. */
@@ -338,6 +343,7 @@ static int start(struct dv_hierarchy *h, struct dv_stream *s,
 	if (ret == 0) {
 		s->next = h->streams;
 		h->streams = s;
+		h->streams_alive++;
 	}
 	pthread_mutex_unlock(&h->streams_lock);
 	return ret;
