@@ -12,6 +12,7 @@ import os
 import sys
 import tarfile
 import time
+import warnings
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
@@ -50,5 +51,7 @@ def main():
 
 
 if __name__ == "__main__":
+    # Four workers on a two-core machine is the point, not a mistake.
+    warnings.filterwarnings("ignore", message="This DataLoader will create")
     torch.set_num_threads(1)
     main()

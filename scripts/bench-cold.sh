@@ -23,8 +23,9 @@
 #              larger set through datavofs against curl into the filesystem
 #              of the tier (curl-fill) (target >= 0.9), 4 readers against 4
 #              concurrent curls (target >= 0.6); then the machine's own
-#              limits: dd and sha256sum of a tier file in the page cache,
-#              curl of a shard to /dev/null
+#              limits: dd of a tier file in the page cache, OpenSSL's
+#              SHA-256 on one core, curl of a shard to /dev/null; and the CPU
+#              seconds per GB each side spent (daemon + reader, curl; nginx)
 #   5 loader   a PyTorch DataLoader (4 workers, tarfile, each worker its own
 #              shards; scripts/bench-cold-loader.py) over that set through a
 #              mount: the cold epoch (fresh tier) against the warm epochs
@@ -235,6 +236,24 @@ timed() {
 
 hashes_of() { python3 -c 'import json,sys; [print(s["content_hash"]) for s in json.load(open(sys.argv[1]))["shards"]]' "$origin/$1/manifest.json"; }
 
+# CPU seconds (user + system) of running processes PID…, threads that
+# ended included.
+proc_cpu() {
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	calc "$t / $(getconf CLK_TCK)" 2
+}
+# cpu_mark VAR sets VAR to this shell's children's CPU seconds so far
+# (bash's times must run in this shell: in a $(...) it reports the
+# subshell's own children, none).
+cpu_mark() {
+	times >"$DV_WORK/times"
+	printf -v "$1" '%s' "$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$DV_WORK/times")"
+}
+nginx_workers() { pgrep -P "$NGINX_PID" | tr '\n' ' '; }
+
 # ---------------------------------------------------------------- data
 origin=$(dv_tmp origin)
 src=$(dv_tmp src)
@@ -356,8 +375,11 @@ part_epoch() {
 }
 
 # ---------------------------------------------------------------- 3 kill
-# sent_for HASH: bytes nginx has logged as sent for that shard's payload.
-sent_for() { nginx_bytes "GET /shards/$1\.tar "; }
+# sent_for HASH: bytes nginx has logged as sent for that shard's payload
+# (one awk: it is polled while the shard streams in).
+sent_for() {
+	awk -F'"' -v p="GET /shards/$1.tar " 'index($2, p) == 1 { split($3, f, " "); n += f[2] } END { printf "%d\n", n }' "$NGINX_LOG"
+}
 
 part_kill() {
 	local r want target before reader sent_kill partial got after i n m
@@ -409,7 +431,14 @@ part_loop() {
 		fresh_mount "$FREE_URL"
 		set -- "$MNT"/bench/loop/*.tar
 		cold_prep "${loop_files[@]}"
+		local cc1 dpid cc0 dc0 nc0
+		dpid=$(dv_pid "$MNT")
+		cpu_mark cc0
+		dc0=$(proc_cpu "$dpid") nc0=$(proc_cpu $(nginx_workers))
 		ds=$(timed read_files "$@")
+		cpu_mark cc1
+		cpu_dv="daemon $(calc "($(proc_cpu "$dpid") - $dc0) * 1e9 / $loop_bytes") + reader (dd) $(calc "($cc1 - $cc0) * 1e9 / $loop_bytes")"
+		cpu_dv+=", nginx $(calc "($(proc_cpu $(nginx_workers)) - $nc0) * 1e9 / $loop_bytes")"
 		drop_mount
 		fresh_mount "$FREE_URL"
 		files=("$MNT"/bench/loop/*.tar)
@@ -425,7 +454,11 @@ part_loop() {
 		if [ "$r" = "$rounds" ]; then keep=$TIER; else drop_mount; fi
 		dl=$(dv_tmp dl) # the filesystem of the tiers
 		cold_prep "${loop_files[@]}"
+		cpu_mark cc0
+		nc0=$(proc_cpu $(nginx_workers))
 		dc=$(timed curl_files "$dl" "${urls[@]}")
+		cpu_mark cc1
+		cpu_c="curl $(calc "($cc1 - $cc0) * 1e9 / $loop_bytes"), nginx $(calc "($(proc_cpu $(nginx_workers)) - $nc0) * 1e9 / $loop_bytes")"
 		rm -f "$dl"/*
 		clists=()
 		for ((k = 0; k < 4; k++)); do
@@ -439,6 +472,7 @@ part_loop() {
 		echo "round $r loopback (free, $loop_n shards), MB/s: sequential datavofs $(mbps $loop_bytes "$ds")," \
 			"curl-fill $(mbps $loop_bytes "$dc"), ratio $(calc "$dc / $ds") (target >= 0.9);" \
 			"4 readers datavofs $(mbps $loop_bytes "$d4"), 4 curls $(mbps $loop_bytes "$c4"), ratio $(calc "$c4 / $d4") (target >= 0.6)"
+		echo "round $r loopback sequential, CPU seconds per GB: datavofs: $cpu_dv; curl-fill: $cpu_c"
 		note l_seq_dv "$(mbps $loop_bytes "$ds")"
 		note l_seq_c "$(mbps $loop_bytes "$dc")"
 		note l4_dv "$(mbps $loop_bytes "$d4")"
@@ -450,12 +484,12 @@ part_loop() {
 	set -- "$keep"/*.tar
 	f=$1
 	cat "$f" >/dev/null
-	local sz t_dd t_sha t_curl
+	local sz t_dd sha t_curl
 	sz=$(stat -c %s "$f")
 	t_dd=$(timed dd if="$f" of=/dev/null bs=1M status=none)
-	t_sha=$(timed sha256sum "$f")
+	sha=$(openssl speed -seconds 1 -bytes 4194304 -evp sha256 2>/dev/null | awk '$1 == "sha256" { sub(/k$/, "", $2); printf "%.0f", $2 / 1000 }')
 	t_curl=$(timed curl -fsS -o /dev/null "${urls[0]}")
-	LIMITS="dd of a tier file (page cache) $(mbps "$sz" "$t_dd") MB/s, sha256sum of it $(mbps "$sz" "$t_sha") MB/s (one core),"
+	LIMITS="dd of a tier file (page cache) $(mbps "$sz" "$t_dd") MB/s, SHA-256 (openssl speed, 4 MiB blocks, as the daemon hashes) ${sha:-?} MB/s (one core),"
 	LIMITS+=" curl of a shard over loopback to /dev/null $(mbps "$sz" "$t_curl") MB/s"
 	echo "machine: $LIMITS"
 	drop_mount
