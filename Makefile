@@ -171,7 +171,7 @@ bench: all
 	scripts/bench-read.sh
 
 # The cold path (chunk lists, streaming fills) against curl, rclone and a
-# PyTorch DataLoader; DV_BENCH_QUICK=1 for a run of about two minutes.
+# PyTorch DataLoader; DV_BENCH_QUICK=1 for a run of under a minute.
 bench-cold: all
 	DATAVOFS=$(abspath $(BUILD))/datavofs DATAVOCTL=$(abspath $(BUILD))/datavoctl \
 		scripts/bench-cold.sh

@@ -45,7 +45,7 @@
 #   DV_BENCH_LOADER_ORIGIN [capped]   capped or free: part 5's origin
 #   DV_BENCH_LOADER_EPOCHS [3]  epochs of part 5 (the first is the cold one)
 #   DV_BENCH_PARTS [1 2 3 4 5]  which parts run
-#   DV_BENCH_QUICK=1            a run of about two minutes: 1 round, 32 MiB
+#   DV_BENCH_QUICK=1            a run of under a minute: 1 round, 32 MiB
 #                               shards, a 64 MiB kill shard, 8 x 32 MiB
 # Never a pass/fail test of speed: the machine is shared and noisy; it
 # prints figures, ratios and targets. It fails only when a read is wrong.
@@ -173,9 +173,16 @@ fresh_mount() {
 	ls -l "$MNT"/bench/* >/dev/null # names and sizes, before any clock
 }
 
-# drop_mount: unmount MNT, remove its tier.
+# drop_mount: unmount MNT, remove its tier. A daemon that does not exit
+# cleanly (part 1 unmounts with its fill still running) is a failure,
+# with the end of its log.
 drop_mount() {
-	dv_umount "$MNT" >/dev/null || fail "unmount $MNT" "$(tail -5 "$(dv_log "$MNT" 2>/dev/null)" 2>/dev/null)"
+	local log
+	log=$(dv_log "$MNT")
+	dv_umount "$MNT" >/dev/null || fail "unmount $MNT" "$(tail -5 "$log")"
+	if [ -n "${DV_LAST_EXIT:-}" ] && [ "$DV_LAST_EXIT" != 0 ]; then
+		fail "the daemon exited with status $DV_LAST_EXIT at unmount" "$(tail -5 "$log")"
+	fi
 	rm -rf "$TIER" "$TIER.yaml" "$MNT"
 }
 
@@ -540,4 +547,4 @@ has 4 && echo "loopback, MB/s: sequential datavofs $(median l_seq_dv 0), curl-fi
 has 4 && echo "machine: $LIMITS"
 has 5 && echo "DataLoader, MB/s: cold $(median t_cold 0), warm $(median t_warm 0), ratio $(median t_ratio) (target >= 0.7)"
 pass "benchmark ran"
-summary >/dev/null
+summary
