@@ -170,6 +170,12 @@ check: unit integration
 bench: all
 	scripts/bench-read.sh
 
+# The cold path (chunk lists, streaming fills) against curl, rclone and a
+# PyTorch DataLoader; DV_BENCH_QUICK=1 for a run of under a minute.
+bench-cold: all
+	DATAVOFS=$(abspath $(BUILD))/datavofs DATAVOCTL=$(abspath $(BUILD))/datavoctl \
+		scripts/bench-cold.sh
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BUILD)/datavofs $(BUILD)/datavoctl $(DESTDIR)$(BINDIR)/
@@ -181,7 +187,7 @@ install: all
 clean:
 	@[ ! -d $(BUILD) ] || find $(BUILD) -mindepth 1 -maxdepth 1 ! -name 'libfuse*' -exec rm -rf {} +
 
-.PHONY: all unit integration check bench install clean FORCE
+.PHONY: all unit integration check bench bench-cold install clean FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

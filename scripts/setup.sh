@@ -26,6 +26,10 @@ test_pkgs+=(python3-azure)
 # SigV4 against the reference (tests/unit/test_sigv4.c): botocore signs the
 # same requests; Debian's package imports under /usr/bin/python3.
 test_pkgs+=(python3-botocore)
+# The cold-path benchmark (scripts/bench-cold.sh): rclone mount is the FUSE
+# peer for the first bytes; python3-torch runs its DataLoader epochs
+# (under /usr/bin/python3).
+test_pkgs+=(rclone python3-torch)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then
