@@ -25,8 +25,8 @@
 #include <yaml.h>
 
 #include "config_impl.h"
-#include "parse_impl.h"
 #include "log.h"
+#include "parse_impl.h"
 #include "perms.h"
 #include "util.h"
 
@@ -83,7 +83,7 @@ static char **str_slot(void *obj, const struct field *f)
 	return (char **)((char *)obj + f->off);
 }
 
-static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
+int dv_cfgparse_store_str(struct parse_ctx *ctx, char **slot, const char *s)
 {
 	char *copy = strdup(s);
 
@@ -94,7 +94,7 @@ static int store_str(struct parse_ctx *ctx, char **slot, const char *s)
 	return 0;
 }
 
-static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
+int dv_cfgparse_nonempty(struct parse_ctx *ctx, const char *key,
 			   yaml_node_t *val, const char **out)
 {
 	int ret = dv_cfgparse_get_scalar(ctx, key, val, out);
@@ -105,44 +105,44 @@ static int nonempty_scalar(struct parse_ctx *ctx, const char *key,
 	return ret;
 }
 
-static int set_string(struct parse_ctx *ctx, const struct field *f,
+int dv_cfgparse_set_string(struct parse_ctx *ctx, const struct field *f,
 		      const char *key, yaml_node_t *val, void *obj)
 {
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
-	return store_str(ctx, str_slot(obj, f), s);
+	return dv_cfgparse_store_str(ctx, str_slot(obj, f), s);
 }
 
 /* URLs are not echoed: a pasted one may carry a SAS signature. */
-static int set_url(struct parse_ctx *ctx, const struct field *f,
+int dv_cfgparse_set_url(struct parse_ctx *ctx, const struct field *f,
 		   const char *key, yaml_node_t *val, void *obj)
 {
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
 	if (!has_http_scheme(s))
 		return fail(ctx, val, key,
 			    "is not a URL (use one that starts with https:// or http://)");
-	return store_str(ctx, str_slot(obj, f), s);
+	return dv_cfgparse_store_str(ctx, str_slot(obj, f), s);
 }
 
 static int set_origin(struct parse_ctx *ctx, const struct field *f,
 		      const char *key, yaml_node_t *val, void *obj)
 {
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
 	if (!valid_origin(s))
 		return fail(ctx, val, key,
 			    "is not an origin (use http://, https://, file://, s3://BUCKET/PREFIX or an absolute path)");
-	return store_str(ctx, str_slot(obj, f), s);
+	return dv_cfgparse_store_str(ctx, str_slot(obj, f), s);
 }
 
 /* R12: ~ and $VAR expand; the result must be absolute (the daemon chdirs). */
@@ -174,12 +174,12 @@ static int expand_value(struct parse_ctx *ctx, const char *key,
 	return 0;
 }
 
-static int set_path(struct parse_ctx *ctx, const struct field *f,
+int dv_cfgparse_set_path(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	char **slot = str_slot(obj, f);
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -212,7 +212,7 @@ static int parse_size_value(struct parse_ctx *ctx, const char *key,
 	return 0;
 }
 
-static int set_size(struct parse_ctx *ctx, const struct field *f,
+int dv_cfgparse_set_size(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	return parse_size_value(ctx, key, val,
@@ -266,11 +266,11 @@ static int set_uint(struct parse_ctx *ctx, const struct field *f,
 	return 0;
 }
 
-static int set_name(struct parse_ctx *ctx, const struct field *f,
+int dv_cfgparse_set_name(struct parse_ctx *ctx, const struct field *f,
 		    const char *key, yaml_node_t *val, void *obj)
 {
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -278,7 +278,7 @@ static int set_name(struct parse_ctx *ctx, const struct field *f,
 		return fail(ctx, val, key,
 			    "'%.64s' is not a tier name (use letters, digits, '.', '_' and '-')",
 			    s);
-	return store_str(ctx, str_slot(obj, f), s);
+	return dv_cfgparse_store_str(ctx, str_slot(obj, f), s);
 }
 
 static int set_mode(struct parse_ctx *ctx, const struct field *f,
@@ -302,7 +302,7 @@ static int set_group(struct parse_ctx *ctx, const struct field *f,
 {
 	struct dv_tier_config *t = obj;
 	const char *s = NULL;
-	int ret = nonempty_scalar(ctx, key, val, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, val, &s);
 
 	if (ret < 0)
 		return ret;
@@ -329,7 +329,7 @@ static int add_device(struct parse_ctx *ctx, const char *key,
 {
 	const char *s = NULL;
 	size_t j;
-	int ret = nonempty_scalar(ctx, key, item, &s);
+	int ret = dv_cfgparse_nonempty(ctx, key, item, &s);
 
 	if (ret < 0)
 		return ret;
@@ -414,7 +414,7 @@ static int set_metrics(struct parse_ctx *ctx, const struct field *f,
 	if (dv_parse_bool(s, &on) == 0) {
 		free(cfg->metrics);
 		cfg->metrics = NULL;
-		return on ? store_str(ctx, &cfg->metrics,
+		return on ? dv_cfgparse_store_str(ctx, &cfg->metrics,
 				      DV_DEFAULT_METRICS_ADDR) :
 			    0;
 	}
@@ -422,7 +422,7 @@ static int set_metrics(struct parse_ctx *ctx, const struct field *f,
 		return fail(ctx, val, key,
 			    "'%.64s' is not ADDR:PORT (use e.g. %s, true for that address, or false)",
 			    s, DV_DEFAULT_METRICS_ADDR);
-	return store_str(ctx, &cfg->metrics, s);
+	return dv_cfgparse_store_str(ctx, &cfg->metrics, s);
 }
 
 static int set_price(struct parse_ctx *ctx, const struct field *f,
@@ -464,25 +464,25 @@ static int set_fill(struct parse_ctx *ctx, const struct field *f,
 	  .off = offsetof(struct dv_tier_config, member) }
 
 static const struct field tier_fields[] = {
-	TIER_FIELD("name", set_name, name, ALL_TYPES),
+	TIER_FIELD("name", dv_cfgparse_set_name, name, ALL_TYPES),
 	TIER_FIELD("type", set_type, type, ALL_TYPES),
-	TIER_FIELD("max_bytes", set_size, max_bytes, ALL_TYPES),
-	TIER_FIELD("path", set_path, path, FOLDER_TYPES),
+	TIER_FIELD("max_bytes", dv_cfgparse_set_size, max_bytes, ALL_TYPES),
+	TIER_FIELD("path", dv_cfgparse_set_path, path, FOLDER_TYPES),
 	TIER_FIELD("mode", set_mode, mode, FOLDER_TYPES),
 	TIER_FIELD("group", set_group, gid, FOLDER_TYPES),
 	TIER_FIELD("devices", set_devices, devices, TYPE_BIT(STRIPE)),
 	TIER_FIELD("chunk_bytes", set_chunk, chunk_bytes, TYPE_BIT(STRIPE)),
 	TIER_FIELD("format", set_bool, format, TYPE_BIT(STRIPE)),
-	TIER_FIELD("bucket", set_string, bucket, TYPE_BIT(S3) | TYPE_BIT(GCS)),
-	TIER_FIELD("region", set_string, region, TYPE_BIT(S3)),
-	TIER_FIELD("project", set_string, project, TYPE_BIT(GCS)),
-	TIER_FIELD("container_url", set_url, container_url,
+	TIER_FIELD("bucket", dv_cfgparse_set_string, bucket, TYPE_BIT(S3) | TYPE_BIT(GCS)),
+	TIER_FIELD("region", dv_cfgparse_set_string, region, TYPE_BIT(S3)),
+	TIER_FIELD("project", dv_cfgparse_set_string, project, TYPE_BIT(GCS)),
+	TIER_FIELD("container_url", dv_cfgparse_set_url, container_url,
 		   TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("sas_token", set_string, sas_token, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("managed_identity_client_id", set_string,
+	TIER_FIELD("sas_token", dv_cfgparse_set_string, sas_token, TYPE_BIT(AZURE_BLOB)),
+	TIER_FIELD("managed_identity_client_id", dv_cfgparse_set_string,
 		   managed_identity_client_id, TYPE_BIT(AZURE_BLOB)),
-	TIER_FIELD("prefix", set_string, prefix, CLOUD_TYPES),
-	TIER_FIELD("endpoint", set_url, endpoint, CLOUD_TYPES),
+	TIER_FIELD("prefix", dv_cfgparse_set_string, prefix, CLOUD_TYPES),
+	TIER_FIELD("endpoint", dv_cfgparse_set_url, endpoint, CLOUD_TYPES),
 };
 
 #define HTTP_FIELD(k, fn, member, max_)                                    \
@@ -494,8 +494,8 @@ static const struct field http_fields[] = {
 	HTTP_FIELD("low_speed_time", set_uint, low_speed_time, SECONDS_MAX),
 	HTTP_FIELD("low_speed_limit", set_uint, low_speed_limit, UINT32_MAX),
 	HTTP_FIELD("retries", set_uint, retries, RETRIES_MAX),
-	HTTP_FIELD("ca_file", set_path, ca_file, 0),
-	HTTP_FIELD("ca_path", set_path, ca_path, 0),
+	HTTP_FIELD("ca_file", dv_cfgparse_set_path, ca_file, 0),
+	HTTP_FIELD("ca_path", dv_cfgparse_set_path, ca_path, 0),
 };
 
 #define FILL_FIELD(k, fn, member, max_)                                    \
@@ -521,9 +521,10 @@ static const struct field top_fields[] = {
 	TOP_FIELD("manifest_ttl", set_uint, manifest_ttl, UINT32_MAX),
 	TOP_FIELD("metrics", set_metrics, metrics, 0),
 	TOP_FIELD("dollars_per_gb", set_price, dollars_per_gb, 0),
-	TOP_FIELD("state_dir", set_path, state_dir, 0),
+	TOP_FIELD("state_dir", dv_cfgparse_set_path, state_dir, 0),
 	TOP_FIELD("http", set_http, http, 0),
 	TOP_FIELD("fill", set_fill, fill, 0),
+	TOP_FIELD("writeback", dv_cfgparse_set_writeback, writebacks, 0),
 	{ .key = "root", .set = set_root, .legacy = true },
 };
 
@@ -639,7 +640,7 @@ static int walk_pairs(struct parse_ctx *ctx, yaml_node_t *map,
 	return ret;
 }
 
-static int walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
+int dv_cfgparse_walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
 			const struct field *fields, size_t n, void *obj)
 {
 	int ret = check_duplicates(ctx, map);
@@ -660,7 +661,7 @@ static int set_http(struct parse_ctx *ctx, const struct field *f,
 			    "expected a mapping (connect_timeout: 10, retries: 4, ...), found %s",
 			    dv_cfgparse_node_kind(val));
 	ctx->prefix = "http.";
-	ret = walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
+	ret = dv_cfgparse_walk_mapping(ctx, val, http_fields, NFIELDS(http_fields),
 			   &cfg->http);
 	ctx->prefix = NULL;
 	return ret;
@@ -677,7 +678,7 @@ static int set_fill(struct parse_ctx *ctx, const struct field *f,
 			    "expected a mapping (parallel: 8, connections: 32, ...), found %s",
 			    dv_cfgparse_node_kind(val));
 	ctx->prefix = "fill.";
-	ret = walk_mapping(ctx, val, fill_fields, NFIELDS(fill_fields),
+	ret = dv_cfgparse_walk_mapping(ctx, val, fill_fields, NFIELDS(fill_fields),
 			   &cfg->fill);
 	ctx->prefix = NULL;
 	if (ret == 0 && (cfg->fill.parallel == 0 || cfg->fill.timeout == 0))
@@ -723,7 +724,7 @@ static int default_ram(struct parse_ctx *ctx, yaml_node_t *map,
 		t->max_bytes = dv_physical_memory() / 4;
 	if (t->path)
 		return 0;
-	return store_str(ctx, &t->path, DV_DEFAULT_RAM_PATH);
+	return dv_cfgparse_store_str(ctx, &t->path, DV_DEFAULT_RAM_PATH);
 }
 
 /* Defaults that depend on the type, then the keys a type requires. */
@@ -861,7 +862,7 @@ static int parse_root(struct parse_ctx *ctx, yaml_node_t *root)
 		return fail(ctx, root, NULL,
 			    "expected a mapping of keys such as 'tiers:', found %s",
 			    dv_cfgparse_node_kind(root));
-	ret = walk_mapping(ctx, root, top_fields, NFIELDS(top_fields),
+	ret = dv_cfgparse_walk_mapping(ctx, root, top_fields, NFIELDS(top_fields),
 			   ctx->cfg);
 	if (ret == 0 && !ctx->cfg->tiers)
 		ret = fail(ctx, root, "tiers",
