@@ -99,8 +99,12 @@ dv_umount "$mnt" || fail "unmount"
 write_config "$cfg" "$DV_WORK/tier" \
 	"writeback:" "  - name: demo" "    destination: file://$dest" "    path: $land"
 mnt2=$(dv_tmp mnt2)
-DV_MOUNT_TIMEOUT=5 dv_mount "file://$origin" "$mnt2" "config=$cfg" >/dev/null 2>&1 && {
-	fail "a write-back name that is a dataset is refused"
-	dv_umount "$mnt2"
-} || pass "a write-back name that is a dataset is refused"
+out=$(HOME=$DV_WORK/home timeout 20 "${DATAVOFS:-$DV_ROOT/build/datavofs}" "file://$origin" "$mnt2" -f -o "config=$cfg" 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "shards.yaml:9: key 'writeback.name': 'demo' is also a dataset" <<<"$out"; then
+	pass "a write-back name that is a dataset is refused, naming file, line and key"
+else
+	fail "a write-back name that is a dataset is refused, naming file, line and key" "rc=$rc $out"
+	mountpoint -q "$mnt2" && fusermount3 -u "$mnt2"
+fi
 summary
