@@ -26,6 +26,8 @@ test_pkgs+=(python3-azure)
 # SigV4 against the reference (tests/unit/test_sigv4.c): botocore signs the
 # same requests; Debian's package imports under /usr/bin/python3.
 test_pkgs+=(python3-botocore)
+# t_writeback_s3: torch.save / torch.load through the mount.
+test_pkgs+=(python3-torch)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--test" ]; then

@@ -107,4 +107,22 @@ else
 	fail "a write-back name that is a dataset is refused, naming file, line and key" "rc=$rc $out"
 	mountpoint -q "$mnt2" && fusermount3 -u "$mnt2"
 fi
+
+# ENOSPC: a small tmpfs landing folder whose files cannot upload (nothing
+# listens at the endpoint) fails the write and keeps every closed file.
+small=$(dv_tmp small)
+mount -t tmpfs -o size=4m tmpfs "$small" || bail "tmpfs"
+write_config "$cfg" "$DV_WORK/tier" \
+	"writeback:" "  - name: full" "    destination: s3://nobucket/p" "    path: $small/land" \
+	"    endpoint: http://127.0.0.1:9"
+mnt3=$(dv_tmp mnt3)
+if dv_mount "file://$origin" "$mnt3" "config=$cfg"; then
+	head -c $((2 << 20)) /dev/urandom >"$DV_WORK/k1"
+	cp "$DV_WORK/k1" "$mnt3/full/k1" && pass "a file that fits is written" || fail "a file that fits is written"
+	assert_eq "$(errno_of "open('$mnt3/full/k2', 'wb').write(os.urandom(3 << 20))")" ENOSPC "a write past the free space: ENOSPC"
+	cmp -s "$DV_WORK/k1" "$mnt3/full/k1" && pass "the closed file is kept intact" || fail "the closed file is kept intact"
+	assert_eq "$(getfattr --absolute-names --only-values -n user.datavo.sync "$mnt3/full/k1" 2>&1)" pending "and is still pending"
+	dv_umount "$mnt3"
+fi
+umount "$small"
 summary
