@@ -95,10 +95,11 @@ CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 # include no FUSE header: with the daemon's FUSE-free files (status,
 # metrics) they form libdatavofs-core.a, which the tools and tests link too.
 LIB_SRCS = $(wildcard config/*.c tiers/*/*.c stripe/*.c)
-FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c fs/transport.c
+FUSE_SRCS = fs/main.c fs/fuse_ops.c fs/open_inodes.c fs/cache_push.c fs/transport.c \
+	fs/writeback/wb_fuse.c fs/writeback/wb_fuse_dir.c
 CTL_SRCS = fs/ctl/ctl_main.c
 FS_CORE_SRCS = $(filter-out $(FUSE_SRCS) $(CTL_SRCS), \
-	$(wildcard fs/*.c fs/namespace/*.c fs/ctl/*.c))
+	$(wildcard fs/*.c fs/namespace/*.c fs/ctl/*.c fs/writeback/*.c))
 UNIT_SRCS = $(wildcard tests/unit/test_*.c)
 
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)

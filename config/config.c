@@ -285,6 +285,13 @@ void dv_config_free(struct dv_config *cfg)
 	for (i = 0; i < cfg->ntiers; i++)
 		tier_release(&cfg->tiers[i]);
 	free(cfg->tiers);
+	for (i = 0; i < cfg->nwritebacks; i++) {
+		free(cfg->writebacks[i].name);
+		free(cfg->writebacks[i].destination);
+		free(cfg->writebacks[i].path);
+		tier_release(&cfg->writebacks[i].remote);
+	}
+	free(cfg->writebacks);
 	free(cfg->path);
 	dv_secret_free(cfg->origin); /* may carry userinfo or a token */
 	free(cfg->metrics);

@@ -104,6 +104,31 @@ struct dv_fill_config {
 #define DV_FILL_CONNECTIONS 32
 #define DV_FILL_TIMEOUT 60
 
+/*
+ * One write-back area (writeback: in shards.yaml): MOUNTPOINT/<name>/ is a
+ * writable directory kept in a local landing folder, whose closed files
+ * are uploaded to a destination in the background (fs/writeback/).
+ */
+enum dv_wb_dest {
+	DV_WB_DEST_FILE, /* file:///path: a directory (local disk, NFS) */
+	DV_WB_DEST_S3,   /* s3://bucket/prefix */
+};
+
+struct dv_writeback_config {
+	char *name;          /* the directory at the root of the mount */
+	int line;            /* of the entry, for messages */
+	char *destination;   /* as written */
+	enum dv_wb_dest dest;
+	char *path;          /* the landing folder (expanded, absolute) */
+	uint64_t max_bytes;  /* landing folder budget; 0 = unbounded */
+	/*
+	 * Where to upload, as a tier of the matching type would have it:
+	 * bucket and prefix (s3) or path (file) come from the destination,
+	 * region and endpoint from the entry's own keys.
+	 */
+	struct dv_tier_config remote;
+};
+
 struct dv_config {
 	char *path;                   /* file that was read; NULL for default */
 	enum dv_config_source source;
@@ -118,6 +143,8 @@ struct dv_config {
 	struct dv_fill_config fill;
 	struct dv_tier_config *tiers;
 	size_t ntiers;
+	struct dv_writeback_config *writebacks;
+	size_t nwritebacks;
 };
 
 /* Paths searched by dv_config_resolve(); tests point them elsewhere. */

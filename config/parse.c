@@ -455,6 +455,7 @@ static const struct field cfg_fields[] = {
 	CFG_FIELD(NULL, "origin", VALUE(KIND_ORIGIN), origin),
 	CFG_FIELD(NULL, "verify", VALUE(KIND_VERIFY), verify),
 	CFG_FIELD(NULL, "fuse_io_uring", VALUE(KIND_FUSE_URING), fuse_io_uring),
+	CFG_FIELD(NULL, "writeback", SET(dv_cfgparse_set_writeback), writebacks),
 	CFG_FIELD(NULL, "manifest_ttl", UINT_UPTO(UINT32_MAX), manifest_ttl),
 	CFG_FIELD(NULL, "metrics", SET(set_metrics), metrics),
 	CFG_FIELD(NULL, "dollars_per_gb", VALUE(KIND_PRICE), dollars_per_gb),
@@ -854,4 +855,64 @@ int dv_config_parse(const char *text, size_t len, const char *path,
 out_free:
 	dv_config_free(ctx.cfg);
 	return ret;
+}
+
+/* For parse_wb.c (parse_impl.h): the same values, walk and strings. */
+
+static int set_kind(struct parse_ctx *ctx, const struct field *f,
+		    enum kind_id id, const char *key, yaml_node_t *val,
+		    void *obj)
+{
+	struct field g = *f;
+
+	g.set = NULL;
+	g.kind = &kinds[id];
+	return set_scalar(ctx, &g, key, val, obj);
+}
+
+int dv_cfgparse_set_string(struct parse_ctx *ctx, const struct field *f,
+			   const char *key, yaml_node_t *val, void *obj)
+{
+	return set_kind(ctx, f, KIND_STRING, key, val, obj);
+}
+
+int dv_cfgparse_set_url(struct parse_ctx *ctx, const struct field *f,
+			const char *key, yaml_node_t *val, void *obj)
+{
+	return set_kind(ctx, f, KIND_URL, key, val, obj);
+}
+
+int dv_cfgparse_set_path(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj)
+{
+	return set_kind(ctx, f, KIND_PATH, key, val, obj);
+}
+
+int dv_cfgparse_set_size(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj)
+{
+	return set_kind(ctx, f, KIND_SIZE, key, val, obj);
+}
+
+int dv_cfgparse_set_name(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj)
+{
+	return set_kind(ctx, f, KIND_NAME, key, val, obj);
+}
+
+int dv_cfgparse_store_str(struct parse_ctx *ctx, char **slot, const char *s)
+{
+	return store_str(ctx, slot, s);
+}
+
+int dv_cfgparse_nonempty(struct parse_ctx *ctx, const char *key,
+			 yaml_node_t *val, const char **out)
+{
+	return nonempty_scalar(ctx, key, val, out);
+}
+
+int dv_cfgparse_walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
+			     const struct field *fields, size_t n, void *obj)
+{
+	return walk_mapping(ctx, map, fields, n, obj);
 }

@@ -97,4 +97,34 @@ int dv_cfgparse_get_scalar(struct parse_ctx *ctx, const char *key,
 int dv_cfgparse_load_document(struct parse_ctx *ctx, const char *text,
 			      size_t len, yaml_document_t *doc);
 
+/*
+ * Setters shared by the tables of parse.c and parse_wb.c: each checks one
+ * value of @val and stores it at f->off inside @obj (strings are copied;
+ * paths expanded, R12). 0 or -EINVAL / -ENOMEM with the message in ctx.
+ */
+int dv_cfgparse_set_string(struct parse_ctx *ctx, const struct field *f,
+			   const char *key, yaml_node_t *val, void *obj);
+int dv_cfgparse_set_url(struct parse_ctx *ctx, const struct field *f,
+			const char *key, yaml_node_t *val, void *obj);
+int dv_cfgparse_set_path(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj);
+int dv_cfgparse_set_size(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj);
+int dv_cfgparse_set_name(struct parse_ctx *ctx, const struct field *f,
+			 const char *key, yaml_node_t *val, void *obj);
+/* writeback: (parse_wb.c) */
+int dv_cfgparse_set_writeback(struct parse_ctx *ctx, const struct field *f,
+			      const char *key, yaml_node_t *val, void *obj);
+
+/* Replaces *@slot by a copy of @s. 0 or -ENOMEM. */
+int dv_cfgparse_store_str(struct parse_ctx *ctx, char **slot, const char *s);
+
+/* @val as a non-empty string, else a message. 0 or -EINVAL. */
+int dv_cfgparse_nonempty(struct parse_ctx *ctx, const char *key,
+			 yaml_node_t *val, const char **out);
+
+/* Walks @map against @fields (duplicates and unknown keys are errors). */
+int dv_cfgparse_walk_mapping(struct parse_ctx *ctx, yaml_node_t *map,
+			     const struct field *fields, size_t n, void *obj);
+
 #endif

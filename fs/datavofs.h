@@ -17,6 +17,7 @@
 struct fuse_session;
 
 struct dv_metrics;
+struct dv_wb;
 
 /* Inodes of the hidden control directory; the namespace never uses 2-15. */
 #define DV_CTL_DIR_INO 2
@@ -46,6 +47,7 @@ struct dv_fs {
 	uint64_t read_bytes_uring; /* atomic: those of them over io_uring */
 	uint64_t started;        /* time(NULL) at start */
 	struct dv_metrics *metrics; /* the Prometheus exporter, or NULL */
+	struct dv_wb *wb;        /* the write-back areas, or NULL */
 };
 
 #endif

@@ -42,6 +42,10 @@
 #include "status.h"
 #include "tiers/core/fill.h"
 #include "transport.h"
+#include "writeback/writeback.h"
+
+/* Listing offsets of the write-back areas at the root: past any dataset's. */
+#define WB_DIR_OFF (1ULL << 62)
 
 #define XATTR_HASH "user.datavo.content_hash"
 #define XATTR_TIER "user.datavo.tier"
@@ -194,6 +198,7 @@ struct dir_fill {
 	struct dv_fs *fs;
 	uint64_t *inos;        /* plus: the namespace entries in buf */
 	size_t ninos, inos_cap;
+	bool full;             /* an entry did not fit */
 };
 
 static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
@@ -203,6 +208,8 @@ static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
 	size_t n;
 
 	fill_attr(e, &st);
+	if (dv_wb_is_ino(e->ino))
+		dv_wb_root_stat(df->fs->wb, e->index, &st);
 	if (df->plus) {
 		struct fuse_entry_param ep;
 
@@ -219,10 +226,29 @@ static int add_dirent(struct dir_fill *df, const struct dv_ns_entry *e,
 		n = fuse_add_direntry(df->req, df->buf + df->used,
 				      df->size - df->used, e->name, &st, next);
 	}
-	if (n > df->size - df->used)
-		return 1; /* full */
+	if (n > df->size - df->used) {
+		df->full = true;
+		return 1;
+	}
 	df->used += n;
 	return 0;
+}
+
+/* The write-back areas, after the datasets at the root (writeback.h). */
+static void wb_dirents(struct dir_fill *df, off_t off)
+{
+	size_t i = (uint64_t)off > WB_DIR_OFF ? (uint64_t)off - WB_DIR_OFF : 0;
+	struct dv_ns_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = DV_NS_DIR;
+	for (; i < dv_wb_count(df->fs->wb); i++) {
+		e.ino = dv_wb_root_ino(df->fs->wb, i);
+		e.index = i;
+		snprintf(e.name, sizeof(e.name), "%s", dv_wb_name(df->fs->wb, i));
+		if (add_dirent(df, &e, (off_t)(WB_DIR_OFF + i + 1)))
+			return;
+	}
 }
 
 /*
@@ -272,7 +298,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       bool plus)
 {
 	struct dv_fs *fs = fs_of(req);
-	struct dir_fill df = { req, NULL, size, 0, plus, fs, NULL, 0, 0 };
+	struct dir_fill df = { req, NULL, size, 0, plus, fs, NULL, 0, 0, false };
 	struct dv_ns_entry e;
 	int ret = 0;
 
@@ -303,8 +329,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto done;
 	}
 	dv_ns_maybe_refresh(fs->ns);
-	ret = dv_ns_readdir(fs->ns, ino, off > 3 ? (uint64_t)off - 3 : 0,
-			    ns_fill, &df);
+	if ((uint64_t)off < WB_DIR_OFF)
+		ret = dv_ns_readdir(fs->ns, ino, off > 3 ? (uint64_t)off - 3 : 0,
+				    ns_fill, &df);
+	if (ino == FUSE_ROOT_ID && ret == 0 && !df.full)
+		wb_dirents(&df, off);
 done:
 	if (ret && df.used == 0)
 		fuse_reply_err(req, -ret);
@@ -687,66 +716,6 @@ static void dv_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, names, sizeof(names));
 }
 
-/* Every call that would change the tree: the mount is read-only. */
-static void erofs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-			  int to_set, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-			mode_t mode, dev_t rdev)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-			mode_t mode)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-			  const char *name)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 fuse_ino_t newparent, const char *newname,
-			 unsigned int flags)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		       const char *newname)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 mode_t mode, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			   const char *value, size_t size, int flags)
-{
-	fuse_reply_err(req, EROFS);
-}
-
-static void erofs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	fuse_reply_err(req, EROFS);
-}
-
 /* Asks for @flag when the kernel offers it; says whether it was. */
 static bool want_flag(struct fuse_conn_info *conn, uint64_t flag)
 {
@@ -880,15 +849,4 @@ const struct fuse_lowlevel_ops dv_fuse_ops = {
 	.statfs = dv_statfs,
 	.getxattr = dv_getxattr,
 	.listxattr = dv_listxattr,
-	.setattr = erofs_setattr,
-	.mknod = erofs_mknod,
-	.mkdir = erofs_mkdir,
-	.unlink = erofs_unlink,
-	.rmdir = erofs_unlink,
-	.symlink = erofs_symlink,
-	.rename = erofs_rename,
-	.link = erofs_link,
-	.create = erofs_create,
-	.setxattr = erofs_setxattr,
-	.removexattr = erofs_removexattr,
 };

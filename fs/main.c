@@ -32,6 +32,8 @@
 #include "metrics.h"
 #include "status.h"
 #include "transport.h"
+#include "writeback/wb_fuse.h"
+#include "writeback/writeback.h"
 
 struct cli {
 	const char *pos[2];
@@ -327,6 +329,11 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 		fprintf(stderr, "datavofs: %s\n", err);
 		return -1;
 	}
+	ret = dv_wb_new(fs->cfg, fs->ns, &fs->wb, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "datavofs: %s\n", err);
+		return -1;
+	}
 	fs->entry_timeout = fs->cfg->manifest_ttl < 60 ? fs->cfg->manifest_ttl : 60;
 	fs->want_passthrough = !cli->no_passthrough;
 	fs->started = (uint64_t)time(NULL);
@@ -336,6 +343,7 @@ static int setup_fs(struct cli *cli, struct dv_fs *fs)
 static void teardown_fs(struct dv_fs *fs)
 {
 	dv_metrics_free(fs->metrics);
+	dv_wb_free(fs->wb);
 	dv_ns_free(fs->ns);
 	dv_hierarchy_free(fs->hier);
 	dv_origin_free(fs->origin);
@@ -345,6 +353,7 @@ static void teardown_fs(struct dv_fs *fs)
 static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 		       struct dv_fs *fs)
 {
+	static struct fuse_lowlevel_ops ops;
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	int ret = 1;
@@ -352,7 +361,14 @@ static int run_session(struct fuse_args *args, struct fuse_cmdline_opts *opts,
 	/* libfuse >= 3.18 runs the rings when INIT grants io_uring (dv_init). */
 	if (fs->uring_asked && fuse_opt_add_arg(args, "-oio_uring"))
 		return 1;
-	se = fuse_session_new(args, &dv_fuse_ops, sizeof(dv_fuse_ops), fs);
+	/*
+	 * Read-only in the kernel unless write-back areas are configured;
+	 * then the daemon answers EROFS outside them (writeback/wb_fuse.h).
+	 */
+	if (!fs->wb && fuse_opt_add_arg(args, "-oro"))
+		return 1;
+	dv_wb_fuse_ops(&dv_fuse_ops, &ops);
+	se = fuse_session_new(args, &ops, sizeof(ops), fs);
 	if (!se)
 		return 1;
 	fs->se = se;
@@ -441,9 +457,9 @@ int main(int argc, char *argv[])
 		}
 		dv_log_set_level(level);
 	}
-	/* The mountpoint goes back for libfuse; the mount is read-only. */
+	/* The mountpoint goes back for libfuse (ro: run_session). */
 	if (fuse_opt_add_arg(&args, cli.pos[cli.npos - 1]) ||
-	    fuse_opt_add_arg(&args, "-oro,default_permissions,fsname=datavofs,subtype=datavofs"))
+	    fuse_opt_add_arg(&args, "-odefault_permissions,fsname=datavofs,subtype=datavofs"))
 		goto out;
 	if (fuse_parse_cmdline(&args, &opts))
 		goto out;

@@ -28,6 +28,7 @@
 #include "config/util.h"
 #include "tiers/core/upload.h"
 #include "status.h"
+#include "writeback/writeback.h"
 #include "text.h"
 
 /* Per connection: MHD's memory pool (the request head must fit). */
@@ -282,6 +283,37 @@ static void upload_metrics(struct dv_text *t, struct dv_fs *fs)
 	upload_results(t, &u);
 }
 
+/* Write-back areas, labelled by area name (writeback.h). */
+static void writeback_metrics(struct dv_text *t, struct dv_fs *fs)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} m[] = {
+		{ "datavofs_writeback_pending_files", "gauge", "Closed files not yet in the destination.", offsetof(struct dv_wb_stats, pending_files) },
+		{ "datavofs_writeback_pending_bytes", "gauge", "Bytes of those files.", offsetof(struct dv_wb_stats, pending_bytes) },
+		{ "datavofs_writeback_oldest_pending_seconds", "gauge", "Age of the oldest pending file.", offsetof(struct dv_wb_stats, oldest_pending) },
+		{ "datavofs_writeback_failed_files", "gauge", "Files whose upload failed for good.", offsetof(struct dv_wb_stats, failed_files) },
+		{ "datavofs_writeback_uploads_total", "counter", "Files uploaded.", offsetof(struct dv_wb_stats, uploaded_files) },
+		{ "datavofs_writeback_upload_bytes_total", "counter", "Bytes uploaded.", offsetof(struct dv_wb_stats, uploaded_bytes) },
+		{ "datavofs_writeback_upload_errors_total", "counter", "Failed attempts (retried or not).", offsetof(struct dv_wb_stats, upload_errors) },
+		{ "datavofs_writeback_evictions_total", "counter", "Synced files evicted from the landing folder.", offsetof(struct dv_wb_stats, evicted_files) },
+	};
+	struct dv_wb_stats st;
+	size_t i, j, n = dv_wb_count(fs->wb);
+
+	if (n == 0)
+		return;
+	for (j = 0; j < sizeof(m) / sizeof(m[0]); j++) {
+		family(t, m[j].name, m[j].type, m[j].help);
+		for (i = 0; i < n; i++) {
+			dv_wb_stats(fs->wb, i, &st);
+			sample_label(t, m[j].name, "area", dv_wb_name(fs->wb, i),
+				     *(const uint64_t *)((const char *)&st + m[j].off));
+		}
+	}
+}
+
 static void global_metrics(struct dv_text *t, struct dv_fs *fs,
 			   const struct dv_status_totals *s)
 {
@@ -336,6 +368,7 @@ char *dv_metrics_text(struct dv_fs *fs, size_t *len)
 	error_metrics(&t, fs, &s);
 	fill_metrics(&t, fs);
 	upload_metrics(&t, fs);
+	writeback_metrics(&t, fs);
 	tier_metrics(&t, fs, usage);
 	free(usage);
 	return dv_text_finish(&t, len);

@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "text.h"
 #include "tiers/core/fill.h"
+#include "writeback/writeback.h"
 
 void dv_status_snapshot(struct dv_fs *fs, struct dv_status_totals *out)
 {
@@ -164,7 +165,10 @@ char *dv_status_json(struct dv_fs *fs, size_t *len)
 	dv_text_printf(&o, "  \"tiers\": [\n");
 	for (size_t i = 0; i < n; i++)
 		put_tier(&o, dv_hierarchy_tier(fs->hier, i), i + 1 == n);
-	dv_text_printf(&o, "  ],\n");
+	dv_text_printf(&o, "  ]");
+	if (fs->wb)
+		dv_wb_status_json(fs->wb, &o);
+	dv_text_printf(&o, ",\n");
 	dv_text_printf(&o, "  \"origin_requests\": %" PRIu64
 			   ",\n  \"origin_bytes\": %" PRIu64
 			   ",\n  \"origin_errors\": %" PRIu64 ",\n",

@@ -28,7 +28,8 @@ test_pkgs+=(python3-azure)
 test_pkgs+=(python3-botocore)
 # The cold-path benchmark (scripts/bench-cold.sh): rclone mount is the FUSE
 # peer for the first bytes; python3-torch runs its DataLoader epochs
-# (under /usr/bin/python3).
+# (under /usr/bin/python3); t_writeback_s3 runs torch.save and torch.load
+# through the mount.
 test_pkgs+=(rclone python3-torch)
 
 want=("${build_pkgs[@]}")

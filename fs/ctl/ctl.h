@@ -22,6 +22,7 @@ int dv_ctl_preload(int argc, char **argv);
 int dv_ctl_verify(int argc, char **argv);
 int dv_ctl_inspect(int argc, char **argv);
 int dv_ctl_bench(int argc, char **argv);
+int dv_ctl_sync(int argc, char **argv);
 
 /* ---- shared helpers (ctl_common.c) ---- */
 

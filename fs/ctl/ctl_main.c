@@ -5,6 +5,7 @@
  *                     [--chunk-size SIZE | --no-chunks]
  *                     SRC_DIR ORIGIN_DIR
  *   datavoctl status [--json] MOUNTPOINT
+ *   datavoctl sync [--timeout S] PATH
  *   datavoctl inspect [-c CONFIG]
  *   datavoctl preload [--node I --nodes N] [-j JOBS] PATH...
  *   datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]
@@ -34,6 +35,7 @@ static int usage(FILE *out)
 		"                         [--chunk-size SIZE | --no-chunks]\n"
 		"                         SRC_DIR ORIGIN_DIR\n"
 		"       datavoctl status [--json] MOUNTPOINT\n"
+		"       datavoctl sync [--timeout S] PATH\n"
 		"       datavoctl inspect [-c CONFIG]\n"
 		"       datavoctl preload [--node I --nodes N] [-j JOBS] PATH...\n"
 		"       datavoctl verify [-c CONFIG] [--state-dir DIR] [--fix]\n"
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
 		{ "preload", dv_ctl_preload },
 		{ "verify", dv_ctl_verify },
 		{ "bench", dv_ctl_bench },
+		{ "sync", dv_ctl_sync },
 	};
 
 	if (argc < 2)

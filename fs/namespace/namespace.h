@@ -37,6 +37,11 @@ struct dv_manifest;
  * front may use 2 .. DV_NS_FIRST_INO - 1 for its own files (.datavo/).
  */
 #define DV_NS_FIRST_INO 16
+/*
+ * The namespace never hands out an inode with this bit set: the write-back
+ * areas (fs/writeback/) number their entries with it.
+ */
+#define DV_NS_FOREIGN_INO (1ULL << 63)
 
 /* Unreferenced pinned revisions kept loaded by default (LRU). */
 #define DV_NS_PINS_KEPT 64

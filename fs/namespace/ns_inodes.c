@@ -2,9 +2,10 @@
  * Stable inode numbers and the inode table of the namespace (ns_impl.h).
  *
  * Inodes are XXH3-64 of the directory path, or of "<path>/<name>\0<hash>"
- * for a shard, so they survive remounts; values below DV_NS_FIRST_INO are
- * moved up, and a collision probes to the next free number (in the
- * deterministic order of commits).
+ * for a shard, so they survive remounts; the top bit is cleared (it is
+ * DV_NS_FOREIGN_INO's), values below DV_NS_FIRST_INO are moved up, and a
+ * collision probes to the next free number (in the deterministic order of
+ * commits).
  *
  * An open-addressing table (linear probing) maps every inode to its
  * dirinfo or (dsver, shard). Directories and datasets' versions are never
@@ -31,6 +32,7 @@
 
 static uint64_t ino_fold(uint64_t h)
 {
+	h &= ~DV_NS_FOREIGN_INO;
 	return h < DV_NS_FIRST_INO ? h + DV_NS_FIRST_INO : h;
 }
 

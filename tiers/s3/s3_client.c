@@ -443,6 +443,15 @@ int dv_s3_head(struct dv_s3 *s, const char *key, uint64_t *size)
 	return ret;
 }
 
+int dv_s3_delete(struct dv_s3 *s, const char *key)
+{
+	struct dv_s3_call call = { .method = "DELETE", .key = key };
+	struct dv_http_response resp;
+	int ret = dv_s3_run(s, &call, "DELETE", DV_LOG_DEBUG, &resp);
+
+	return ret == -ENOENT ? 0 : ret;
+}
+
 /* ---- GET into a sink ---- */
 
 int dv_s3_get(struct dv_s3 *s, const char *key, uint64_t size,

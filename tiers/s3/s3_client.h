@@ -118,6 +118,9 @@ int dv_s3_get_doc(struct dv_s3 *s, const char *key, const char *etag,
  */
 int dv_s3_put_file(struct dv_s3 *s, const char *key, int fd, uint64_t size);
 
+/* DELETE @key; a missing object is success. 0 or -errno as above. */
+int dv_s3_delete(struct dv_s3 *s, const char *key);
+
 /* ---- for s3_client.c and s3_upload.c ---- */
 
 /* One signed request: the parts the signer needs, and the transfer. */
