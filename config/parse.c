@@ -201,13 +201,7 @@ static int parse_path(const struct field *f, const char *s, void *obj)
  * long long; either may go unused. URLs are not echoed: a pasted one may
  * carry a SAS signature.
  */
-enum kind_id {
-	KIND_STRING, KIND_URL, KIND_ORIGIN, KIND_NAME, KIND_GROUP, KIND_BOOL,
-	KIND_UINT, KIND_MODE, KIND_VERIFY, KIND_FUSE_URING, KIND_PRICE,
-	KIND_SIZE, KIND_PATH,
-};
-
-static const struct value_kind kinds[] = {
+const struct value_kind dv_cfgparse_kinds[] = {
 	[KIND_STRING] = { parse_string, true, NULL },
 	[KIND_URL] = { parse_url, true, "is not a URL (use one that starts with https:// or http://)" },
 	[KIND_ORIGIN] = { parse_origin, true, "is not an origin (use http://, https://, file://, s3://BUCKET/PREFIX or an absolute path)" },
@@ -241,7 +235,7 @@ static const char *refusal_of(const struct value_kind *kind, int err)
 	size_t i;
 
 	for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
-		if (&kinds[refusals[i].kind] == kind && refusals[i].err == err)
+		if (&dv_cfgparse_kinds[refusals[i].kind] == kind && refusals[i].err == err)
 			return refusals[i].what;
 	}
 	return kind->what;
@@ -281,7 +275,7 @@ static int set_scalar(struct parse_ctx *ctx, const struct field *f,
 static int set_value(struct parse_ctx *ctx, enum kind_id id, const char *key,
 		     yaml_node_t *val, void *out)
 {
-	const struct field f = { .kind = &kinds[id] };
+	const struct field f = { .kind = &dv_cfgparse_kinds[id] };
 
 	return set_scalar(ctx, &f, key, val, out);
 }
@@ -409,8 +403,8 @@ static int set_tiers(struct parse_ctx *ctx, const struct field *f,
 
 /* How a field is set: a setter of its own, or set_scalar() with a kind. */
 #define SET(fn) .set = fn
-#define VALUE(id) .kind = &kinds[id]
-#define UINT_UPTO(max_) .kind = &kinds[KIND_UINT], .max = max_
+#define VALUE(id) .kind = &dv_cfgparse_kinds[id]
+#define UINT_UPTO(max_) .kind = &dv_cfgparse_kinds[KIND_UINT], .max = max_
 
 #define TIER_FIELD(k, how, member, types_)                              \
 	{ .key = k, how, .types = types_,                               \
@@ -857,48 +851,7 @@ out_free:
 	return ret;
 }
 
-/* For parse_wb.c (parse_impl.h): the same values, walk and strings. */
-
-static int set_kind(struct parse_ctx *ctx, const struct field *f,
-		    enum kind_id id, const char *key, yaml_node_t *val,
-		    void *obj)
-{
-	struct field g = *f;
-
-	g.set = NULL;
-	g.kind = &kinds[id];
-	return set_scalar(ctx, &g, key, val, obj);
-}
-
-int dv_cfgparse_set_string(struct parse_ctx *ctx, const struct field *f,
-			   const char *key, yaml_node_t *val, void *obj)
-{
-	return set_kind(ctx, f, KIND_STRING, key, val, obj);
-}
-
-int dv_cfgparse_set_url(struct parse_ctx *ctx, const struct field *f,
-			const char *key, yaml_node_t *val, void *obj)
-{
-	return set_kind(ctx, f, KIND_URL, key, val, obj);
-}
-
-int dv_cfgparse_set_path(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj)
-{
-	return set_kind(ctx, f, KIND_PATH, key, val, obj);
-}
-
-int dv_cfgparse_set_size(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj)
-{
-	return set_kind(ctx, f, KIND_SIZE, key, val, obj);
-}
-
-int dv_cfgparse_set_name(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj)
-{
-	return set_kind(ctx, f, KIND_NAME, key, val, obj);
-}
+/* For parse_wb.c (parse_impl.h): the walk and strings. */
 
 int dv_cfgparse_store_str(struct parse_ctx *ctx, char **slot, const char *s)
 {

@@ -46,6 +46,15 @@ struct value_kind {
 	const char *what; /* the refusal: a format of the value and f->max */
 };
 
+/* The kinds of scalar values (parse.c), indexes of dv_cfgparse_kinds. */
+enum kind_id {
+	KIND_STRING, KIND_URL, KIND_ORIGIN, KIND_NAME, KIND_GROUP, KIND_BOOL,
+	KIND_UINT, KIND_MODE, KIND_VERIFY, KIND_FUSE_URING, KIND_PRICE,
+	KIND_SIZE, KIND_PATH,
+};
+
+extern const struct value_kind dv_cfgparse_kinds[];
+
 struct field {
 	const char *section; /* NULL, or the prefix of a nested mapping */
 	const char *key;
@@ -97,21 +106,6 @@ int dv_cfgparse_get_scalar(struct parse_ctx *ctx, const char *key,
 int dv_cfgparse_load_document(struct parse_ctx *ctx, const char *text,
 			      size_t len, yaml_document_t *doc);
 
-/*
- * Setters shared by the tables of parse.c and parse_wb.c: each checks one
- * value of @val and stores it at f->off inside @obj (strings are copied;
- * paths expanded, R12). 0 or -EINVAL / -ENOMEM with the message in ctx.
- */
-int dv_cfgparse_set_string(struct parse_ctx *ctx, const struct field *f,
-			   const char *key, yaml_node_t *val, void *obj);
-int dv_cfgparse_set_url(struct parse_ctx *ctx, const struct field *f,
-			const char *key, yaml_node_t *val, void *obj);
-int dv_cfgparse_set_path(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj);
-int dv_cfgparse_set_size(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj);
-int dv_cfgparse_set_name(struct parse_ctx *ctx, const struct field *f,
-			 const char *key, yaml_node_t *val, void *obj);
 /* writeback: (parse_wb.c) */
 int dv_cfgparse_set_writeback(struct parse_ctx *ctx, const struct field *f,
 			      const char *key, yaml_node_t *val, void *obj);

@@ -20,20 +20,22 @@
 #include "parse_impl.h"
 #include "util.h"
 
-#define WB_FIELD(k, fn, member)                                           \
-	{ .key = k, .set = fn,                                              \
+#define WB_FIELD(k, how, member)                                          \
+	{ .section = "writeback.", .key = k, how,                          \
 	  .off = offsetof(struct dv_writeback_config, member) }
+#define WB_SET(fn) .set = fn
+#define WB_VALUE(id) .kind = &dv_cfgparse_kinds[id]
 
 static int set_destination(struct parse_ctx *ctx, const struct field *f,
 			   const char *key, yaml_node_t *val, void *obj);
 
 static const struct field wb_fields[] = {
-	WB_FIELD("name", dv_cfgparse_set_name, name),
-	WB_FIELD("destination", set_destination, destination),
-	WB_FIELD("path", dv_cfgparse_set_path, path),
-	WB_FIELD("max_bytes", dv_cfgparse_set_size, max_bytes),
-	WB_FIELD("region", dv_cfgparse_set_string, remote.region),
-	WB_FIELD("endpoint", dv_cfgparse_set_url, remote.endpoint),
+	WB_FIELD("name", WB_VALUE(KIND_NAME), name),
+	WB_FIELD("destination", WB_SET(set_destination), destination),
+	WB_FIELD("path", WB_VALUE(KIND_PATH), path),
+	WB_FIELD("max_bytes", WB_VALUE(KIND_SIZE), max_bytes),
+	WB_FIELD("region", WB_VALUE(KIND_STRING), remote.region),
+	WB_FIELD("endpoint", WB_VALUE(KIND_URL), remote.endpoint),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
