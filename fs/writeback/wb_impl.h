@@ -25,7 +25,6 @@
 #define WB_JOURNAL_DIR ".datavo-journal"
 #define WB_SYNCED_XATTR "user.datavo.synced"
 #define WB_SETTLE_MS 500      /* a closed file waits this long (x.tmp → x) */
-#define WB_RETRY_MAX_MS 30000 /* the longest wait between two attempts */
 #define WB_WORKERS 2          /* uploads in flight per area */
 #define WB_NODE_BUCKETS 4096
 

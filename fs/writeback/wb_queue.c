@@ -13,7 +13,7 @@
  * mount knows the file is in the destination.
  *
  * Failures: transient ones (the destination down, timeouts) are tried
- * again forever, waiting twice as long each time up to WB_RETRY_MAX_MS;
+ * again forever, spaced by the network layer (dv_net_later_ms: doubling up to 30 s);
  * the others (refused, malformed) are failed: user.datavo.sync and
  * `datavoctl sync` say why, and they are tried again at the longest wait.
  * The list is linear: an area holds a few pending checkpoints, not
@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "config/log.h"
+#include "tiers/net/call.h"
 
 int64_t dv_wb_now_ms(void)
 {
@@ -523,9 +524,8 @@ static void finish(struct wb_area *a, struct wb_file *f, uint64_t gen,
 		f->not_before = INT64_MAX;
 		return;
 	}
-	wait = 1000LL << (f->attempts < 5 ? f->attempts : 5);
-	if (wait > WB_RETRY_MAX_MS || !dv_wb_transient(ret))
-		wait = WB_RETRY_MAX_MS;
+	/* The network layer's spacing of background retries. */
+	wait = dv_wb_transient(ret) ? dv_net_later_ms(f->attempts) : DV_NET_LATER_MAX_MS;
 	f->not_before = dv_wb_now_ms() + wait;
 	f->state = dv_wb_transient(ret) ? WB_PENDING : WB_FAILED;
 	snprintf(f->reason, sizeof(f->reason), "%s %s: %s (attempt %u)",

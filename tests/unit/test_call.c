@@ -190,6 +190,21 @@ START_TEST(retry_after_lengthens_the_pause)
 }
 END_TEST
 
+/* Background retries: 1 s doubling, at most 30 s, with jitter. */
+START_TEST(later_spacing)
+{
+	for (int i = 0; i < 50; i++) {
+		ck_assert_uint_ge(dv_net_later_ms(0), 500);
+		ck_assert_uint_le(dv_net_later_ms(0), 1000);
+		ck_assert_uint_ge(dv_net_later_ms(3), 4000);
+		ck_assert_uint_le(dv_net_later_ms(3), 8000);
+		ck_assert_uint_ge(dv_net_later_ms(40), DV_NET_LATER_MAX_MS / 2);
+		ck_assert_uint_le(dv_net_later_ms(40), DV_NET_LATER_MAX_MS);
+		ck_assert_uint_le(dv_http_backoff_ms(9), 5000);
+	}
+}
+END_TEST
+
 START_TEST(describe_prefers_the_status)
 {
 	struct dv_http_response r = { .status = 503 };
@@ -253,6 +268,7 @@ static Suite *call_suite(void)
 	tcase_add_test(tc, rewind_with_nothing_left_succeeds);
 	tcase_add_test(tc, retry_after_lengthens_the_pause);
 	tcase_add_test(tc, describe_prefers_the_status);
+	tcase_add_test(tc, later_spacing);
 	tcase_add_test(tc, denied_lines_are_rate_limited);
 	tcase_add_test(tc, refresh_ahead_policy);
 	suite_add_tcase(s, tc);

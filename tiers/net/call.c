@@ -36,6 +36,11 @@ unsigned dv_http_retry_delay_ms(unsigned retry,
 	return asked > delay ? asked : delay;
 }
 
+unsigned dv_net_later_ms(unsigned retry)
+{
+	return dv_http_backoff_from(1000, retry, DV_NET_LATER_MAX_MS);
+}
+
 void dv_net_pause(unsigned retry)
 {
 	dv_http_sleep_ms(dv_http_backoff_ms(retry));

@@ -116,6 +116,15 @@ unsigned dv_http_retry_delay_ms(unsigned retry,
 void dv_net_pause(unsigned retry);
 
 /*
+ * When to try a background job again whose requests gave up (an upload
+ * whose destination is down): 1 s doubling with each retry, at most
+ * DV_NET_LATER_MAX_MS, with jitter (between half and all of it), in ms.
+ * The caller waits however it waits (a condition variable's deadline).
+ */
+#define DV_NET_LATER_MAX_MS 30000u
+unsigned dv_net_later_ms(unsigned retry);
+
+/*
  * Why an attempt failed, for a log line: "HTTP 503 (SlowDown)" for an
  * answer that is not 2xx (@code may be NULL or ""), else libcurl's or the
  * attempt's detail, else strerror. Returns @buf.

@@ -684,14 +684,20 @@ static uint32_t jitter_random(void)
 	return state;
 }
 
-unsigned dv_http_backoff_ms(unsigned retry)
+unsigned dv_http_backoff_from(unsigned first_ms, unsigned retry,
+			       unsigned max_ms)
 {
-	unsigned ms = retry >= 5 ? 5000 : 200u << retry;
+	unsigned ms = max_ms;
 
-	if (ms > 5000)
-		ms = 5000;
+	if (retry < 16 && ((uint64_t)first_ms << retry) < max_ms)
+		ms = first_ms << retry;
 	/* Between half and all of it, so racing clients spread out. */
 	return ms / 2 + jitter_random() % (ms / 2 + 1);
+}
+
+unsigned dv_http_backoff_ms(unsigned retry)
+{
+	return dv_http_backoff_from(200, retry, 5000);
 }
 
 bool dv_http_etag_sendable(const char *etag)

@@ -187,6 +187,10 @@ int dv_http_final_errno(int err);
  */
 unsigned dv_http_backoff_ms(unsigned retry);
 
+/* The same from @first_ms, doubling, capped at @max_ms, with jitter. */
+unsigned dv_http_backoff_from(unsigned first_ms, unsigned retry,
+			       unsigned max_ms);
+
 /*
  * Can @etag (a validator kept from an earlier answer) go back into an
  * If-None-Match header? Only when it cannot break the header: non-empty,
