@@ -37,20 +37,16 @@ static int scan_dir(struct wb_area *a, const char *dir, struct scan *s,
 	char rel[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
-	int fd;
+	int fd, ret;
 	DIR *d;
 
 	if (depth > 64)
 		return 0;
 	fd = openat(a->dirfd, *dir ? dir : ".", O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
+	ret = dv_wb_opendir(fd, &d);
+	if (ret)
+		return ret;
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    (!*dir && strcmp(de->d_name, WB_JOURNAL_DIR) == 0))

@@ -91,14 +91,10 @@ static int list(struct listing *l, off_t off)
 	int fd = openat(l->a->dirfd, *l->dir ? l->dir : ".",
 			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d;
+	int ret = dv_wb_opendir(fd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
+	if (ret)
+		return ret;
 	if (off)
 		seekdir(d, off);
 	while ((de = readdir(d))) {

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -114,6 +115,9 @@ static inline uint64_t dv_wb_make_ino(const struct wb_area *a, ino_t st_ino)
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t dv_wb_now_ms(void);
+
+/* A directory stream over @fd (taken: closed on failure too). 0 or -errno. */
+int dv_wb_opendir(int fd, DIR **out);
 
 /* ---- inodes (wb_area.c) ---- */
 

@@ -167,14 +167,10 @@ int dv_wb_journal_load(struct wb_area *a, dv_wb_journal_fn fn)
 	int fd = dup(a->jfd);
 	struct dirent *de;
 	DIR *d;
+	int ret = dv_wb_opendir(fd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
+	if (ret)
+		return ret;
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')

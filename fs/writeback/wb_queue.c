@@ -35,6 +35,20 @@
 #include "config/log.h"
 #include "tiers/net/call.h"
 
+int dv_wb_opendir(int fd, DIR **out)
+{
+	if (fd < 0)
+		return -errno;
+	*out = fdopendir(fd);
+	if (!*out) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return 0;
+}
+
 int64_t dv_wb_now_ms(void)
 {
 	struct timespec ts;
@@ -321,13 +335,9 @@ static int walk_dir(struct wb_area *a, const char *from, const char *to,
 	if (depth > 64)
 		return -ELOOP;
 	fd = openat(a->dirfd, to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
+	ret = dv_wb_opendir(fd, &d);
+	if (ret)
+		return ret;
 	while (ret == 0 && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
